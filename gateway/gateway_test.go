@@ -334,6 +334,13 @@ func TestSearchTools(t *testing.T) {
 		if strings.Contains(txt, "/opt/host") {
 			t.Errorf("search_tools tells the gateway's search path: %s", txt)
 		}
+		// A tool the catalog lacks of a server whose tools of an earlier
+		// run it holds (a warm start, the server not up yet): the server's
+		// state, not a bare "unknown tool".
+		res = call(t, connect(t, g2), ExecuteToolName, map[string]any{"name": "memory__brand_new"})
+		if want := `execute_tool: unknown tool "memory__brand_new": server "memory" is down: command "uvx" not found in PATH: check command/PATH, and the tools known of it are those it listed before: one it has added since is known once it lists its tools again (call search_tools then).`; !res.IsError || !strings.HasPrefix(text(res), want) {
+			t.Errorf("execute_tool memory__brand_new: %s\nwant it to start with %s", text(res), want)
+		}
 		// Only the server asked for; none for a caller whose key or profile
 		// limits what it may learn of, when no policy says which servers
 		// are its own (TestOwnServersNotUpYet: those it sees).

@@ -606,8 +606,11 @@ func (g *Gateway) unknownTool(ctx context.Context, name string, why ...string) s
 	}
 	server, tool, err := catalog.SplitID(name)
 	var down []DownServer
+	var stale string // why a server whose tools of an earlier listing the catalog holds may have more
 	if err == nil && len(why) == 0 {
-		down = g.downServers(caller, server)
+		if down = g.downServers(caller, server); len(down) == 0 && g.listedServers()[server] {
+			stale = g.unavailable(caller, server)
+		}
 	}
 	meant := g.idsMeant(caller, trimmedName(name))
 	switch {
@@ -625,6 +628,10 @@ func (g *Gateway) unknownTool(ctx context.Context, name string, why ...string) s
 	case len(down) > 0:
 		// Perhaps a tool of it: it cannot tell until it runs.
 		fmt.Fprintf(&b, "execute_tool: %q cannot run: %s (it never listed its tools, so %q cannot be checked either). %s.", oneline.Echo(name), down[0].Reason, oneline.Echo(tool), policy.StatusHint(g.opts.Policy, caller, server))
+	case stale != "":
+		// A warm start's catalog holds what the server listed in the last
+		// run: a tool it added since is not known until it lists again.
+		fmt.Fprintf(&b, "execute_tool: unknown tool %q: %s, and the tools known of it are those it listed before: one it has added since is known once it lists its tools again (call search_tools then). %s.", oneline.Echo(name), stale, policy.StatusHint(g.opts.Policy, caller, server))
 	case building != nil:
 		fmt.Fprintf(&b, "execute_tool: unknown tool %q: no server listed it so far, and search_tools cannot look for it yet: %v.", oneline.Echo(name), building)
 	case len(g.searcher.IDs()) == 0:

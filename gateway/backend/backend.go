@@ -145,6 +145,11 @@ type backend struct {
 	// discoverLate: the server answered server/discover after the probe
 	// had fallen back to initialize; its next starts wait for that answer.
 	discoverLate atomic.Bool
+	// legacyStart: the server ended on the server/discover probe, having
+	// read it, and then took the legacy initialize (rmcp 0.8.5's stdio
+	// server, which stops at a first message it cannot parse); its next
+	// starts send initialize first, with no probe.
+	legacyStart atomic.Bool
 	// legacySSE is the URL at which an "http" server refused the
 	// streamable handshake's POST (a 4xx, see trySSE) and took the older
 	// HTTP+SSE transport, until a connect takes streamable HTTP again: its
@@ -763,19 +768,49 @@ func (b *backend) dialStdio(r *run, client *mcp.Client, connectTimeout time.Dura
 // that handshake waits for the discover answer, within the same connect
 // timeout (ctx). Such a server read as down, and every restart fell back
 // and failed the same way.
+//
+// A server that read the probe and ended without answering it (its
+// stdout closed: rmcp 0.8.5's stdio server stops at a first message it
+// cannot parse, "Error: connection closed: initialized request") is
+// started once more and sent the legacy initialize first; when that
+// connects, its later starts do so at once (legacyStart). Such a server
+// was down, every restart probing and failing the same way.
 func (b *backend) connectProbed(ctx context.Context, r *run, client *mcp.Client, probe func(patient bool) (*probeTransport, error)) (*mcp.ClientSession, error) {
+	connect := func(t *probeTransport, legacy bool) (*mcp.ClientSession, error) {
+		var opts *mcp.ClientSessionOptions
+		if legacy {
+			opts = &mcp.ClientSessionOptions{ProtocolVersion: LegacyProtocolVersion}
+		}
+		return client.Connect(ctx, r.stash.transport(exacting(observing(t, r.calls.observe))), opts)
+	}
 	for patient := false; ; patient = true {
 		t, err := probe(patient)
 		if err != nil {
 			return nil, err
 		}
-		sess, err := client.Connect(ctx, r.stash.transport(exacting(observing(t, r.calls.observe))), nil)
+		legacy := b.legacyStart.Load()
+		sess, err := connect(t, legacy)
+		if err != nil && !legacy && t.endedOnProbe.Load() && ctx.Err() == nil {
+			b.log.Info(msgEndedOnDiscover, keyErr, maskErr(err, b.errMask))
+			if t, err = probe(false); err != nil {
+				return nil, err
+			}
+			if sess, err = connect(t, true); err == nil {
+				b.legacyStart.Store(true)
+			}
+			return sess, err
+		}
 		if err == nil || patient || !t.fellBack.Load() || ctx.Err() != nil {
 			return sess, err
 		}
 		b.log.Info(msgWaitDiscover, keyErr, maskErr(err, b.errMask))
 	}
 }
+
+// msgEndedOnDiscover is logged when a server that read the server/discover
+// probe ended without answering it, and is started again for the legacy
+// initialize.
+const msgEndedOnDiscover = "backend ended on the server/discover probe without answering it; starting it again with the legacy initialize handshake"
 
 // msgWaitDiscover is logged when a connect starts again, after the
 // fallback to the legacy initialize was refused, to wait for the server's

@@ -808,6 +808,7 @@ func (p *Pool) Restart(server string) error {
 	nb.restarts, nb.lastErr, nb.tools = b.restarts+1, b.lastErr, b.tools
 	b.mu.Unlock()
 	nb.discoverLate.Store(b.discoverLate.Load())
+	nb.legacyStart.Store(b.legacyStart.Load())
 	nb.legacySSE.Store(b.legacySSE.Load())
 	next := *old // rosters are never changed once stored: copy, then swap
 	next.byName = maps.Clone(old.byName)

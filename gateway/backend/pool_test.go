@@ -358,6 +358,37 @@ func TestSlowDiscoverAnswerConnects(t *testing.T) {
 	}
 }
 
+// A legacy stdio server that stops at a first message other than
+// initialize (rmcp 0.8.5's: the server/discover probe does not
+// parse, it writes "Error: connection closed: initialized request" and
+// exits 1, answering nothing) comes up on the legacy protocol: it was down,
+// every restart probing and failing the same way. Restarted, it is sent
+// initialize first and comes up again.
+func TestExitOnDiscoverConnects(t *testing.T) {
+	var logs testenv.LogBuffer
+	p := startPool(t, []config.Server{named(backendtest.Command(t, backendtest.ModeExitOnDiscover), "old")}, testOptions(&logs))
+	st := statusOf(t, p, "old")
+	if st.State != StateUp || st.Protocol != LegacyProtocolVersion {
+		t.Fatalf("state %s, protocol %q (want up, %s): %s", st.State, st.Protocol, LegacyProtocolVersion, st.Err)
+	}
+	if res, err := p.CallTool(context.Background(), "old", "echo", map[string]any{"text": "old"}); err != nil || textOf(t, res) != "old" {
+		t.Errorf("echo = %v, %v", res, err)
+	}
+	if err := p.Restart("old"); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, "up again after the restart", func() bool {
+		st := statusOf(t, p, "old")
+		return st.State == StateUp && st.Restarts > 0
+	})
+	if st := statusOf(t, p, "old"); st.Protocol != LegacyProtocolVersion {
+		t.Errorf("after the restart: protocol %q, want %s", st.Protocol, LegacyProtocolVersion)
+	}
+	if n := strings.Count(logs.String(), msgEndedOnDiscover); n != 1 {
+		t.Errorf("%q logged %d times, want once (the restart sends initialize first):\n%s", msgEndedOnDiscover, n, logs.String())
+	}
+}
+
 // The same over the remote transports, with servers that take
 // server/discover at once and answer it 1 s late: each comes up, with no
 // restart, and answers a call. A streamable HTTP server that speaks

@@ -70,6 +70,9 @@ type probeTransport struct {
 	// fellBack is set when the probe gave up on the discover answer and
 	// made go-sdk fall back to the legacy initialize.
 	fellBack atomic.Bool
+	// endedOnProbe is set when the server closed its side while the
+	// discover was unanswered, having read it (unread tells).
+	endedOnProbe atomic.Bool
 }
 
 // unreadPoll is how often the probe looks whether a server that has not
@@ -89,7 +92,7 @@ func (t *probeTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 		ceiling, patient = math.MaxInt64, true // the connect timeout ends the wait
 	}
 	return &probeConn{Connection: c, timeout: t.timeout, ceiling: ceiling, patient: patient, log: t.log, unread: t.unread, late: t.late,
-		fellBack: &t.fellBack, wake: make(chan struct{})}, nil
+		fellBack: &t.fellBack, endedOnProbe: &t.endedOnProbe, wake: make(chan struct{})}, nil
 }
 
 type probeConn struct {
@@ -100,6 +103,7 @@ type probeConn struct {
 	unread           func() (int, bool)
 	late             *atomic.Bool
 	fellBack         *atomic.Bool
+	endedOnProbe     *atomic.Bool
 
 	mu      sync.Mutex
 	over    bool          // no probe can come any more (answered, timed out, or another request went first)
@@ -107,6 +111,7 @@ type probeConn struct {
 	id      jsonrpc.ID    // its id
 	wait    probeWait     // what the current wait is for
 	armedAt time.Time     // when the probe was sent
+	size    int           // the bytes of the discover request (0: unknown)
 	gaveUp  bool          // the probe ended in the fallback: a discover answer with id is late
 	fire    chan struct{} // closed when the current wait has passed
 	wake    chan struct{} // closed when a probe is armed (a Read may already be waiting)
@@ -144,6 +149,9 @@ func (c *probeConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	case req.Method == methodDiscover:
 		probe = true
 		c.pending, c.id, c.wait, c.armedAt = true, req.ID, waitCeiling, time.Now()
+		if data, err := jsonrpc.EncodeMessage(msg); err == nil {
+			c.size = len(data)
+		}
 		c.arm(c.ceiling)
 		close(c.wake)
 		c.wake = make(chan struct{})
@@ -213,6 +221,9 @@ func (c *probeConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		select {
 		case <-trigger:
 		default:
+			if pending {
+				c.ended()
+			}
 			return nil, err
 		}
 		if !pending {
@@ -247,6 +258,21 @@ func (c *probeConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			Code:    jsonrpc.CodeMethodNotFound,
 			Message: fmt.Sprintf("%s not answered (toolgate probe)", methodDiscover),
 		}}, nil
+	}
+}
+
+// ended notes a connection that closed while server/discover was
+// unanswered: when fewer bytes than the discover request are left unread
+// in the server's stdin, the server read it and then ended (a legacy
+// server that stops at a method it does not know), rather than failing
+// before it read anything (a crash at start, which initialize would not
+// mend).
+func (c *probeConn) ended() {
+	c.mu.Lock()
+	size := c.size
+	c.mu.Unlock()
+	if n, ok := c.unreadBytes(); ok && size > 0 && n < size && c.endedOnProbe != nil {
+		c.endedOnProbe.Store(true)
 	}
 }
 

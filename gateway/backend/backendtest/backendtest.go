@@ -87,6 +87,7 @@ const (
 	ModeCrashMidCall    = "crash-mid-call"    // tool "crash" exits the process (status 2)
 	ModeHang            = "hang"              // tool "hang" blocks until cancelled (logs "hang: cancelled" to stderr); tool "hangs" answers HangCount
 	ModeIgnoreDiscover  = "ignore-discover"   // legacy server: drops server/discover silently
+	ModeExitOnDiscover  = "exit-on-discover"  // legacy server that takes only initialize as its first message: any other first line ends it (status 1, nothing on stdout), as rmcp 0.8.5's stdio server does
 	ModeStrictDiscover  = "strict-discover"   // refuses a legacy initialize that follows server/discover, every time (see strictDiscover)
 	ModeSlowDiscover    = "slow-discover"     // answers server/discover EnvDiscoverDelay late, everything else (a ping) at once (NewHTTPServer too, having taken it at once)
 	ModeStateless       = "stateless"         // (NewHTTPServer, http) go-sdk's stateless handler, which speaks 2026-07-28 too (the stateful one refuses it)
@@ -197,6 +198,20 @@ func run(modes Modes) int {
 	}
 	var in io.ReadCloser = os.Stdin
 	var out io.Writer = os.Stdout
+	if modes[ModeExitOnDiscover] {
+		br := bufio.NewReader(os.Stdin)
+		first, _ := br.ReadBytes('\n')
+		var m struct {
+			Method string `json:"method"`
+		}
+		if json.Unmarshal(first, &m) != nil || m.Method != "initialize" {
+			// rmcp 0.8.5 cannot parse a method it does not know, reads that
+			// as the end of its input, and its serve_server fails so.
+			fmt.Fprintln(os.Stderr, "Error: connection closed: initialized request")
+			return 1
+		}
+		in = io.NopCloser(io.MultiReader(bytes.NewReader(first), br))
+	}
 	switch {
 	case modes[ModeIgnoreDiscover]:
 		in = editRequests(os.Stdin, dropDiscover)

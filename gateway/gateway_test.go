@@ -2015,3 +2015,30 @@ func TestProbesOpenToOrchestrators(t *testing.T) {
 		t.Errorf("POST /readyz: 200, want it refused")
 	}
 }
+
+// TestAllowedHostsEntryForms: an allowedHosts entry is taken in each form
+// the config accepts and the 403 quotes: a name, host:port (that port
+// only), and an IPv6 address with or without its brackets, with or
+// without a port, in any of its spellings. Entries with a port, and
+// bracketed IPv6 ones, matched no Host at all.
+func TestAllowedHostsEntryForms(t *testing.T) {
+	for _, tc := range []struct {
+		host, entry string
+		want        bool
+	}{
+		{"gw.internal:8931", "gw.internal:8931", true},
+		{"gw.internal:8931", "gw.internal:9000", false},
+		{"gw.internal", "gw.internal:443", true},
+		{"[fd00::2]:8931", "[fd00::2]:8931", true},
+		{"[fd00::2]:8931", "[fd00::2]", true},
+		{"[fd00::2]:8931", "fd00::2", true},
+		{"[fd00::2]:8931", "FD00:0:0::2", true},
+		{"[fd00::2]:8931", "[fd00::2]:9000", false},
+		{"[fd00::3]:8931", "fd00::2", false},
+		{"[fd00::2]", "[fd00::2]:80", true},
+	} {
+		if got := hostAllowed(tc.host, []string{tc.entry}); got != tc.want {
+			t.Errorf("hostAllowed(%q, [%q]) = %v, want %v", tc.host, tc.entry, got, tc.want)
+		}
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"path"
 	"slices"
@@ -827,16 +828,47 @@ func isLoopbackHost(h string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
+// hostAllowed reports whether the Host header hostport names a loopback
+// host or one of extra (allowedHosts, the certificate's names).
 func hostAllowed(hostport string, extra []string) bool {
-	h := hostport
-	if hh, _, err := net.SplitHostPort(hostport); err == nil {
-		h = hh
-	}
-	h = strings.Trim(h, "[]")
+	h, port := splitHost(hostport)
 	if h == "" {
 		return false
 	}
-	return isLoopbackHost(h) || slices.ContainsFunc(extra, func(a string) bool { return strings.EqualFold(a, h) })
+	return isLoopbackHost(h) || slices.ContainsFunc(extra, func(e string) bool { return hostMatches(e, h, port) })
+}
+
+// splitHost is hostport's host, without the brackets of an IPv6 address,
+// and its port ("" when it has none).
+func splitHost(hostport string) (host, port string) {
+	host = hostport
+	if h, p, err := net.SplitHostPort(hostport); err == nil {
+		host, port = h, p
+	}
+	return strings.Trim(host, "[]"), port
+}
+
+// hostMatches reports whether the allowedHosts entry e names host (at
+// port, "" for the scheme's default): e is a name or an address (an IPv6
+// one with or without brackets, in any of its spellings), with a port
+// that only that port matches. Entries with a port, and bracketed IPv6
+// ones (as the 403 quotes the Host), matched nothing.
+func hostMatches(e, host, port string) bool {
+	eh, ep := splitHost(e)
+	if !strings.EqualFold(eh, host) {
+		a, err1 := netip.ParseAddr(eh)
+		b, err2 := netip.ParseAddr(host)
+		if err1 != nil || err2 != nil || a.Unmap() != b.Unmap() {
+			return false
+		}
+	}
+	switch {
+	case ep == "" || ep == port:
+		return true
+	case port == "":
+		return ep == "80" || ep == "443"
+	}
+	return false
 }
 
 // SameOrigin reports whether r's Origin header names the host r was sent

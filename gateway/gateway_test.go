@@ -2042,3 +2042,12 @@ func TestAllowedHostsEntryForms(t *testing.T) {
 		}
 	}
 }
+
+// TestListenIPv6WithoutBrackets: --http ::1:8931 says how the address is
+// written, where it quoted Go's "too many colons in address".
+func TestListenIPv6WithoutBrackets(t *testing.T) {
+	err := CheckListenAddr("::1:8931", false)
+	if err == nil || !strings.Contains(err.Error(), `--http "::1:8931": want host:port, e.g. 127.0.0.1:8931: an IPv6 address goes in brackets before its port: [::1]:8931`) {
+		t.Errorf("CheckListenAddr(::1:8931) = %v", err)
+	}
+}

@@ -29,6 +29,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/keys"
 	"github.com/toolgate/toolgate/gateway/limit"
 	"github.com/toolgate/toolgate/gateway/policy"
+	"github.com/toolgate/toolgate/internal/hostport"
 	"github.com/toolgate/toolgate/internal/linerpc"
 	"github.com/toolgate/toolgate/internal/servemux"
 )
@@ -36,7 +37,8 @@ import (
 // HTTPOptions configure the streamable HTTP front. Nil means defaults.
 type HTTPOptions struct {
 	// AllowedHosts are extra Host header values accepted besides loopback
-	// names (localhost, 127.0.0.1, ::1). Ports are ignored.
+	// names (localhost, 127.0.0.1, ::1): a host (any port) or host:port
+	// (that port), an IPv6 address with or without brackets.
 	AllowedHosts []string
 	// CertHosts, when set, gives more Host values accepted: the names of
 	// the HTTPS front's certificate as served now (a renewal may add or
@@ -940,6 +942,9 @@ type RemoteReady struct {
 func CheckListenSetting(setting, addr string, allowRemote bool, have RemoteReady) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
+		if fix := hostport.IPv6Fix(addr); fix != "" {
+			return fmt.Errorf("%s %q: want host:port, e.g. 127.0.0.1:8931: %s", setting, addr, fix)
+		}
 		return fmt.Errorf("%s %q: want host:port, e.g. 127.0.0.1:8931: %w", setting, addr, err)
 	}
 	if !allowRemote && !isLoopbackHost(host) {

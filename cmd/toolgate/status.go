@@ -29,6 +29,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/local"
 	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/internal/dirs"
+	"github.com/toolgate/toolgate/internal/hostport"
 	"github.com/toolgate/toolgate/internal/plural"
 	"github.com/toolgate/toolgate/internal/proxyenv"
 	"github.com/toolgate/toolgate/internal/shellword"
@@ -142,6 +143,9 @@ func gatewayURL(addr string) (*url.URL, error) {
 	if !strings.Contains(addr, "://") {
 		host, port, err := net.SplitHostPort(addr)
 		if err != nil {
+			if fix := hostport.IPv6Fix(addr); fix != "" {
+				return nil, fmt.Errorf("--addr %q: want host:port, e.g. %s, or a URL: %s", addr, defaultStatusAddr, fix)
+			}
 			return nil, fmt.Errorf("--addr %q: want host:port, e.g. %s, or a URL", addr, defaultStatusAddr)
 		}
 		if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {

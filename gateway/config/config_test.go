@@ -972,3 +972,12 @@ func TestBareReferences(t *testing.T) {
 		t.Errorf("BareReferences (-want +got):\n%s", diff)
 	}
 }
+
+// TestIPv6AddrWithoutBrackets: toolgate.http.addr "::1:8931" (Go's "too
+// many colons") is told the address as it must be written.
+func TestIPv6AddrWithoutBrackets(t *testing.T) {
+	_, err := Parse([]byte(`{"mcpServers": {"a": {"command": "x"}}, "toolgate": {"http": {"addr": "::1:8931"}}}`), "t.json", func(string) (string, bool) { return "", false })
+	if err == nil || !strings.Contains(err.Error(), `"::1:8931" is not host:port: an IPv6 address goes in brackets before its port: [::1]:8931`) {
+		t.Errorf("toolgate.http.addr \"::1:8931\": %v", err)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/toolgate/toolgate/index/catalog"
+	"github.com/toolgate/toolgate/internal/hostport"
 	"github.com/toolgate/toolgate/internal/tlsfiles"
 )
 
@@ -419,6 +420,9 @@ func checkURL(u string) string {
 func checkAddr(a string) string {
 	_, port, err := net.SplitHostPort(a)
 	if err != nil {
+		if fix := hostport.IPv6Fix(a); fix != "" {
+			return "is not host:port: " + fix
+		}
 		return `is not host:port: write it like "127.0.0.1:8080"`
 	}
 	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {

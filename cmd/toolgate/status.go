@@ -194,14 +194,18 @@ func runStatus(ctx context.Context, w io.Writer, f statusFlags) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
-	if addr != "" && f.addr == "" && cfg != nil && f.dataDir != nil && os.Getenv(envKey) == "" {
+	if addr != "" && f.addr == "" && cfg != nil && f.dataDir != nil && (os.Getenv(envKey) == "" || anyPort(addr)) {
 		// The config's address, and no key to send it: on the gateway's
 		// own machine, the gateway on the data folder serving the config
 		// answers on its status socket, which needs none (its front
-		// answered 401, "put one in $TOOLGATE_KEY").
+		// answered 401, "put one in $TOOLGATE_KEY"). An address of port
+		// 0 is the gateway's socket's alone to name.
 		want := absPaths([]string{f.config})[0]
 		if n, err := statusLocal(ctx, w, f.dataDir(cfg), f, func(p *gateway.ProcessInfo) bool { return slices.Contains(p.Config, want) }); n > 0 {
 			return err
+		}
+		if anyPort(addr) {
+			return anyPortError(f.dataDir(cfg), f.config, addr)
 		}
 	}
 	if addr == "" {

@@ -151,7 +151,8 @@ func gatewayURL(addr string) (*url.URL, error) {
 		if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
 			host = "127.0.0.1"
 		}
-		addr = "http://" + net.JoinHostPort(host, port)
+		// Built, not written out: a zone (fe80::1%eth0) is %25 in a URL.
+		addr = (&url.URL{Scheme: "http", Host: net.JoinHostPort(host, port)}).String()
 	}
 	u, err := url.Parse(addr)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {

@@ -981,3 +981,19 @@ func TestIPv6AddrWithoutBrackets(t *testing.T) {
 		t.Errorf("toolgate.http.addr \"::1:8931\": %v", err)
 	}
 }
+
+// TestIPv6URLWithoutBrackets: a server's url with an IPv6 address without
+// brackets is told the URL as it must be written (it got the generic "is
+// not an absolute http(s) URL").
+func TestIPv6URLWithoutBrackets(t *testing.T) {
+	for u, want := range map[string]string{
+		"http://::1:3000/mcp":            `write "http://[::1]:3000/mcp"`,
+		"https://fd00::2/mcp":            `write "https://[fd00::2]/mcp"`,
+		"http://fe80::1%25eth0:3000/mcp": `write "http://[fe80::1%25eth0]:3000/mcp"`,
+	} {
+		_, err := Parse([]byte(`{"mcpServers": {"a": {"url": "`+u+`"}}}`), "t.json", func(string) (string, bool) { return "", false })
+		if err == nil || !strings.Contains(err.Error(), "an IPv6 address goes in brackets: "+want) {
+			t.Errorf("url %q: %v; want %q", u, err, want)
+		}
+	}
+}

@@ -414,6 +414,15 @@ func checkURL(u string) string {
 			return fmt.Sprintf("has no scheme: write %q", "https://"+u)
 		}
 	}
+	if scheme, rest, ok := strings.Cut(u, "://"); ok {
+		auth, path, slash := strings.Cut(rest, "/")
+		if b := hostport.Bracketed(auth); b != "" {
+			if slash {
+				b += "/" + path
+			}
+			return fmt.Sprintf("is not an absolute http(s) URL: an IPv6 address goes in brackets: write %q", scheme+"://"+b)
+		}
+	}
 	return `is not an absolute http(s) URL: write it like "https://example.com/mcp" or "http://127.0.0.1:3000/mcp"`
 }
 

@@ -416,11 +416,17 @@ func checkURL(u string) string {
 	}
 	if scheme, rest, ok := strings.Cut(u, "://"); ok {
 		auth, path, slash := strings.Cut(rest, "/")
+		if slash {
+			path = "/" + path
+		}
 		if b := hostport.Bracketed(auth); b != "" {
-			if slash {
-				b += "/" + path
+			return fmt.Sprintf("is not an absolute http(s) URL: an IPv6 address goes in brackets: write %q", scheme+"://"+b+path)
+		}
+		// [fe80::1%eth0]: a zone's % is %25 in a URL (RFC 6874).
+		if z := strings.Replace(auth, "%", "%25", 1); strings.HasPrefix(auth, "[") && !strings.Contains(auth, "%25") && z != auth {
+			if pu, err := url.Parse(scheme + "://" + z + path); err == nil && pu.Host != "" {
+				return fmt.Sprintf("is not an absolute http(s) URL: the zone of an IPv6 address follows %%25 in a URL: write %q", pu.String())
 			}
-			return fmt.Sprintf("is not an absolute http(s) URL: an IPv6 address goes in brackets: write %q", scheme+"://"+b)
 		}
 	}
 	return `is not an absolute http(s) URL: write it like "https://example.com/mcp" or "http://127.0.0.1:3000/mcp"`

@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
+	"net/netip"
 	"net/url"
 	"os"
 	"regexp"
@@ -2021,4 +2022,91 @@ func TestProbesOpenToOrchestrators(t *testing.T) {
 	if code, _ := probe("POST", "/readyz"); code == 200 {
 		t.Errorf("POST /readyz: 200, want it refused")
 	}
+}
+
+// TestAllowedHostsEntryForms: an allowedHosts entry is taken in each form
+// the config accepts and the 403 quotes: a name, host:port (that port
+// only), and an IPv6 address with or without its brackets, with or
+// without a port, in any of its spellings. Entries with a port, and
+// bracketed IPv6 ones, matched no Host at all.
+func TestAllowedHostsEntryForms(t *testing.T) {
+	for _, tc := range []struct {
+		host, entry string
+		want        bool
+	}{
+		{"gw.internal:8931", "gw.internal:8931", true},
+		{"gw.internal:8931", "gw.internal:9000", false},
+		{"gw.internal", "gw.internal:443", true},
+		{"[fd00::2]:8931", "[fd00::2]:8931", true},
+		{"[fd00::2]:8931", "[fd00::2]", true},
+		{"[fd00::2]:8931", "fd00::2", true},
+		{"[fd00::2]:8931", "FD00:0:0::2", true},
+		{"[fd00::2]:8931", "[fd00::2]:9000", false},
+		{"[fd00::3]:8931", "fd00::2", false},
+		{"[fd00::2]", "[fd00::2]:80", true},
+	} {
+		if got := hostAllowed(tc.host, []string{tc.entry}); got != tc.want {
+			t.Errorf("hostAllowed(%q, [%q]) = %v, want %v", tc.host, tc.entry, got, tc.want)
+		}
+	}
+}
+
+// TestListenIPv6WithoutBrackets: --http ::1:8931 says how the address is
+// written, where it quoted Go's "too many colons in address".
+func TestListenIPv6WithoutBrackets(t *testing.T) {
+	err := CheckListenAddr("::1:8931", false)
+	if err == nil || !strings.Contains(err.Error(), `--http "::1:8931": want host:port, e.g. 127.0.0.1:8931: an IPv6 address goes in brackets before its port: [::1]:8931`) {
+		t.Errorf("CheckListenAddr(::1:8931) = %v", err)
+	}
+}
+
+// TestListenIPv6Advice: the refusals of an IPv6 address name an IPv6
+// loopback one ([::1]:PORT), a link-local address without its zone says
+// to add it (it was "bind: invalid argument"), and one with its zone keeps
+// it in the listener's address, which the log, the status socket and
+// `toolgate connect` use (the kernel's address had none: unreachable).
+func TestListenIPv6Advice(t *testing.T) {
+	if err := CheckListenAddr("[::]:8931", false); err == nil || !strings.Contains(err.Error(), "use [::1]:PORT or 127.0.0.1:PORT") {
+		t.Errorf("CheckListenAddr([::]:8931) = %v, want [::1]:PORT advised", err)
+	}
+	if err := CheckListenAddr("[fd00::2]:8931", false); err == nil || !strings.Contains(err.Error(), "use [::1]:PORT,") {
+		t.Errorf("CheckListenAddr([fd00::2]:8931) = %v, want [::1]:PORT advised", err)
+	}
+	ip, zone, ok := linkLocal()
+	if !ok {
+		return // no link-local IPv6 address on this machine
+	}
+	if _, err := Listen("["+ip.String()+"]:0", true); err == nil || !strings.Contains(err.Error(), "a link-local address needs its zone, the interface it is on: ["+ip.String()+"%"+zone+"]:PORT") {
+		t.Errorf("Listen of a link-local address without its zone: %v", err)
+	}
+	ln, err := Listen("["+ip.String()+"%"+zone+"]:0", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	if a := ln.Addr().String(); !strings.HasPrefix(a, "["+ip.String()+"%"+zone+"]:") {
+		t.Errorf("the listener's address %s lacks the zone %s", a, zone)
+	}
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatalf("dial the listener's address: %v", err)
+	}
+	c.Close()
+}
+
+// linkLocal is a link-local IPv6 address of this machine and its zone
+// (the interface's name); false where there is none.
+func linkLocal() (netip.Addr, string, bool) {
+	ifs, _ := net.Interfaces()
+	for _, ifc := range ifs {
+		addrs, _ := ifc.Addrs()
+		for _, a := range addrs {
+			if n, ok := a.(*net.IPNet); ok && ifc.Flags&net.FlagUp != 0 {
+				if ip, ok := netip.AddrFromSlice(n.IP); ok && ip.Is6() && ip.IsLinkLocalUnicast() {
+					return ip, ifc.Name, true
+				}
+			}
+		}
+	}
+	return netip.Addr{}, "", false
 }

@@ -4,6 +4,7 @@ package gateway
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -14,6 +15,7 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"path"
 	"slices"
@@ -28,6 +30,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/keys"
 	"github.com/toolgate/toolgate/gateway/limit"
 	"github.com/toolgate/toolgate/gateway/policy"
+	"github.com/toolgate/toolgate/internal/hostport"
 	"github.com/toolgate/toolgate/internal/linerpc"
 	"github.com/toolgate/toolgate/internal/servemux"
 )
@@ -35,7 +38,8 @@ import (
 // HTTPOptions configure the streamable HTTP front. Nil means defaults.
 type HTTPOptions struct {
 	// AllowedHosts are extra Host header values accepted besides loopback
-	// names (localhost, 127.0.0.1, ::1). Ports are ignored.
+	// names (localhost, 127.0.0.1, ::1): a host (any port) or host:port
+	// (that port), an IPv6 address with or without brackets.
 	AllowedHosts []string
 	// CertHosts, when set, gives more Host values accepted: the names of
 	// the HTTPS front's certificate as served now (a renewal may add or
@@ -827,16 +831,47 @@ func isLoopbackHost(h string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
+// hostAllowed reports whether the Host header hostport names a loopback
+// host or one of extra (allowedHosts, the certificate's names).
 func hostAllowed(hostport string, extra []string) bool {
-	h := hostport
-	if hh, _, err := net.SplitHostPort(hostport); err == nil {
-		h = hh
-	}
-	h = strings.Trim(h, "[]")
+	h, port := splitHost(hostport)
 	if h == "" {
 		return false
 	}
-	return isLoopbackHost(h) || slices.ContainsFunc(extra, func(a string) bool { return strings.EqualFold(a, h) })
+	return isLoopbackHost(h) || slices.ContainsFunc(extra, func(e string) bool { return hostMatches(e, h, port) })
+}
+
+// splitHost is hostport's host, without the brackets of an IPv6 address,
+// and its port ("" when it has none).
+func splitHost(hostport string) (host, port string) {
+	host = hostport
+	if h, p, err := net.SplitHostPort(hostport); err == nil {
+		host, port = h, p
+	}
+	return strings.Trim(host, "[]"), port
+}
+
+// hostMatches reports whether the allowedHosts entry e names host (at
+// port, "" for the scheme's default): e is a name or an address (an IPv6
+// one with or without brackets, in any of its spellings), with a port
+// that only that port matches. Entries with a port, and bracketed IPv6
+// ones (as the 403 quotes the Host), matched nothing.
+func hostMatches(e, host, port string) bool {
+	eh, ep := splitHost(e)
+	if !strings.EqualFold(eh, host) {
+		a, err1 := netip.ParseAddr(eh)
+		b, err2 := netip.ParseAddr(host)
+		if err1 != nil || err2 != nil || a.Unmap() != b.Unmap() {
+			return false
+		}
+	}
+	switch {
+	case ep == "" || ep == port:
+		return true
+	case port == "":
+		return ep == "80" || ep == "443"
+	}
+	return false
 }
 
 // SameOrigin reports whether r's Origin header names the host r was sent
@@ -908,6 +943,9 @@ type RemoteReady struct {
 func CheckListenSetting(setting, addr string, allowRemote bool, have RemoteReady) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
+		if fix := hostport.IPv6Fix(addr); fix != "" {
+			return fmt.Errorf("%s %q: want host:port, e.g. 127.0.0.1:8931: %s", setting, addr, fix)
+		}
 		return fmt.Errorf("%s %q: want host:port, e.g. 127.0.0.1:8931: %w", setting, addr, err)
 	}
 	if !allowRemote && !isLoopbackHost(host) {
@@ -925,9 +963,58 @@ func CheckListenSetting(setting, addr string, allowRemote bool, have RemoteReady
 		default:
 			more = " (API keys and toolgate.http.tls are set: --allow-remote is all that is missing)"
 		}
-		return fmt.Errorf("%s %q: refusing to listen on a non-loopback address; use 127.0.0.1:PORT, or pass --allow-remote if you really mean it%s", setting, addr, more)
+		return fmt.Errorf("%s %q: refusing to listen on a non-loopback address; use %s, or pass --allow-remote if you really mean it%s", setting, addr, loopbackLike(host), more)
 	}
 	return nil
+}
+
+// loopbackLike is the loopback address to advise instead of host: IPv6's
+// for an IPv6 address, both for the IPv6 wildcard [::] (which takes both
+// families), IPv4's otherwise.
+func loopbackLike(host string) string {
+	ip, err := netip.ParseAddr(host)
+	switch {
+	case err != nil || !ip.Is6() || ip.Is4In6():
+		return "127.0.0.1:PORT"
+	case ip.IsUnspecified():
+		return "[::1]:PORT or 127.0.0.1:PORT"
+	}
+	return "[::1]:PORT"
+}
+
+// interfaceOf is the name of the network interface that holds ip, "" when
+// none does.
+func interfaceOf(ip netip.Addr) string {
+	ifs, _ := net.Interfaces()
+	for _, ifc := range ifs {
+		addrs, _ := ifc.Addrs()
+		for _, a := range addrs {
+			if n, ok := a.(*net.IPNet); ok {
+				if got, ok := netip.AddrFromSlice(n.IP); ok && got.Unmap() == ip.WithZone("") {
+					return ifc.Name
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// zonedListener is a listener on a link-local address given with its zone
+// (the interface: [fe80::1%eth0]:8931), whose Addr keeps the zone: the
+// kernel's address drops it, and an address without it cannot be dialled,
+// so the log's url, the status report's addr and `toolgate connect` found
+// by it named an address nothing reaches.
+type zonedListener struct {
+	net.Listener
+	zone string
+}
+
+func (l zonedListener) Addr() net.Addr {
+	a, ok := l.Listener.Addr().(*net.TCPAddr)
+	if !ok || a.Zone != "" {
+		return l.Listener.Addr()
+	}
+	return &net.TCPAddr{IP: a.IP, Port: a.Port, Zone: l.zone}
 }
 
 // ShutdownGrace is how long requests in flight get to finish when the
@@ -949,15 +1036,21 @@ func Listen(addr string, allowRemote bool) (net.Listener, error) {
 		return nil, err
 	}
 	ln, err := net.Listen("tcp", addr)
+	host, _, _ := net.SplitHostPort(addr)
+	ip, _ := netip.ParseAddr(host)
 	switch {
+	case err == nil && ip.Zone() != "":
+		return zonedListener{ln, ip.Zone()}, nil
 	case err == nil:
 		return ln, nil
+	case errors.Is(err, syscall.EINVAL) && ip.Is6() && ip.IsLinkLocalUnicast() && ip.Zone() == "":
+		return nil, fmt.Errorf("listen on %s: a link-local address needs its zone, the interface it is on: [%s%%%s]:PORT (`ip -6 addr` names it)", addr, ip, cmp.Or(interfaceOf(ip), "IFACE"))
 	case errors.Is(err, syscall.EADDRINUSE):
 		return nil, fmt.Errorf("listen on %s: the address is already in use, by another program or another toolgate (`toolgate status --addr %s` tells): stop it, or pass another --http address (or set toolgate.http.addr)", addr, addr)
 	case errors.Is(err, syscall.EACCES):
 		return nil, fmt.Errorf("listen on %s: permission denied (ports below 1024 need privileges): use a port above 1023, e.g. 127.0.0.1:8931", addr)
 	case errors.Is(err, syscall.EADDRNOTAVAIL):
-		return nil, fmt.Errorf("listen on %s: no network interface of this machine has that address: use 127.0.0.1:PORT", addr)
+		return nil, fmt.Errorf("listen on %s: no network interface of this machine has that address: use %s", addr, loopbackLike(host))
 	}
 	return nil, fmt.Errorf("listen on %s: %w", addr, err)
 }
@@ -984,7 +1077,7 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler, tc *tls.Config,
 		scheme = "https"
 		srv.TLSConfig = tc
 	}
-	log.Info("serving MCP over streamable HTTP", "url", scheme+"://"+ln.Addr().String()+"/mcp")
+	log.Info("serving MCP over streamable HTTP", "url", (&url.URL{Scheme: scheme, Host: ln.Addr().String(), Path: "/mcp"}).String())
 	// Out of descriptors, the listener waits and logs itself (once, with
 	// the fix) rather than net/http's line at every try.
 	al := newAcceptListener(ln, log)

@@ -153,8 +153,13 @@ func bridgeURL(ctx context.Context, g *globals, f connectFlags) (string, frontTa
 		// --addr gives one, HTTPS with its certificate pinned when the
 		// config has toolgate.http.tls.
 		cf := configFront(cfg)
-		if front.addr != "" {
+		switch {
+		case front.addr != "":
 			cf.addr = front.addr
+		case anyPort(cf.addr):
+			// Port 0: a free port at each start, which the gateway's
+			// status socket names (it relayed to port 0 itself).
+			cf.addr = ""
 		}
 		front = cf
 	}

@@ -272,6 +272,8 @@ func TestBridgeURL(t *testing.T) {
 func TestFrontPathURLs(t *testing.T) {
 	for addr, want := range map[string]string{
 		"127.0.0.1:8931":                            "http://127.0.0.1:8931",
+		"[fe80::1%eth0]:8931":                       "http://[fe80::1%25eth0]:8931", // a zone: %25 in a URL
+		"[::]:8931":                                 "http://127.0.0.1:8931",
 		"http://gw/mcp":                             "http://gw",
 		"https://gw/toolgate":                       "https://gw/toolgate",
 		"https://gw/toolgate/":                      "https://gw/toolgate",

@@ -1,14 +1,17 @@
 package main
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -44,6 +47,32 @@ func configFront(cfg *config.File) frontTarget {
 		t.tls, t.pin = true, c.Cert
 	}
 	return t
+}
+
+// anyPort says the address addr (host:port) has port 0: the gateway takes
+// a free port at each start, which only its status socket names.
+func anyPort(addr string) bool {
+	_, port, err := net.SplitHostPort(addr)
+	return err == nil && port == "0"
+}
+
+// configGateway is the front of a gateway on dataDir serving config (its
+// path as given), found by its status socket; false when none does.
+func configGateway(ctx context.Context, dataDir, config string, timeout time.Duration) (frontTarget, bool) {
+	want := absPaths([]string{config})[0]
+	for _, lg := range localGateways(ctx, dataDir, timeout) {
+		if p := lg.rep.Process; lg.err == nil && p != nil && p.Transport == "http" && p.Addr != "" && slices.Contains(p.Config, want) {
+			return processFront(p), true
+		}
+	}
+	return frontTarget{}, false
+}
+
+// anyPortError is what status and health say when no gateway on dataDir
+// serves config, whose toolgate.http.addr addr has port 0.
+func anyPortError(dataDir, config, addr string) error {
+	return fmt.Errorf("no gateway on the data folder %s serves %s, whose toolgate.http.addr %s takes a free port at each start: start one (toolgate serve --config %s), or pass --addr with the port its log's `serving MCP over streamable HTTP` names",
+		dataDir, config, addr, config)
 }
 
 // processFront is the front of a gateway found on the data folder.

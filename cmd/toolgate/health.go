@@ -23,10 +23,17 @@ type healthFlags struct {
 	ca      string
 	ready   bool
 	timeout time.Duration
+	// dataDir is the data folder of a config's gateway (cfg's dataDir,
+	// else the flag's or the default), asked for the port the gateway
+	// took when its toolgate.http.addr has port 0.
+	dataDir func(cfg *config.File) string
 }
 
-func newHealthCmd(*globals) *cobra.Command {
-	var f healthFlags
+func newHealthCmd(g *globals) *cobra.Command {
+	f := healthFlags{dataDir: func(cfg *config.File) string {
+		g.applyConfig(cfg.Toolgate)
+		return g.DataDir()
+	}}
 	cmd := &cobra.Command{
 		Use:   "health [--addr 127.0.0.1:8931] [--ready] [--ca FILE]",
 		Short: "Ask a gateway's HTTP front whether it is alive (or ready): a health check for a container without curl",
@@ -38,7 +45,8 @@ curl or wget (a distroless image):
   HEALTHCHECK CMD ["toolgate", "health", "--ready"]
 
 The address is --addr, else the toolgate.http.addr of --config (whose
-certificate is trusted exactly when it serves HTTPS), else ` + defaultStatusAddr + `;
+certificate is trusted exactly when it serves HTTPS; with port 0, the port
+its gateway on the data folder took), else ` + defaultStatusAddr + `;
 a wildcard host (0.0.0.0:8931, the address a container serves) is asked at
 127.0.0.1. No API key is needed: the probes answer without one.
 
@@ -72,6 +80,15 @@ func runHealth(ctx context.Context, w io.Writer, f healthFlags) error {
 			return err
 		}
 		front = configFront(cfg)
+		if anyPort(front.addr) && f.dataDir != nil {
+			// Port 0: the port the gateway took, on its status socket.
+			dataDir := f.dataDir(cfg)
+			found, ok := configGateway(ctx, dataDir, f.config, f.timeout)
+			if !ok {
+				return anyPortError(dataDir, f.config, front.addr)
+			}
+			front = found
+		}
 	}
 	front.addr, front.ca = cmp.Or(front.addr, defaultStatusAddr), f.ca
 	u, err := front.url()

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -188,7 +189,7 @@ func (fr *front) serve(ctx context.Context) error {
 	// A systemd unit of Type=notify: ready once the front serves the
 	// gateway (until now it answered the probes, and the other requests
 	// waited in gateway.Starting), stopping when a stop begins.
-	status := fmt.Sprintf("serving %d servers, %d tools at %s://%s/mcp", len(fr.cfg.Servers()), fr.lv.Stats().CatalogTools, scheme, fr.ln.Addr())
+	status := fmt.Sprintf("serving %d servers, %d tools at %s", len(fr.cfg.Servers()), fr.lv.Stats().CatalogTools, &url.URL{Scheme: scheme, Host: fr.ln.Addr().String(), Path: "/mcp"})
 	if err := fr.lv.Building(); err != nil {
 		status += "; " + err.Error()
 	}

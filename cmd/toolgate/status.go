@@ -29,6 +29,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/local"
 	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/internal/dirs"
+	"github.com/toolgate/toolgate/internal/hostport"
 	"github.com/toolgate/toolgate/internal/plural"
 	"github.com/toolgate/toolgate/internal/proxyenv"
 	"github.com/toolgate/toolgate/internal/shellword"
@@ -142,12 +143,16 @@ func gatewayURL(addr string) (*url.URL, error) {
 	if !strings.Contains(addr, "://") {
 		host, port, err := net.SplitHostPort(addr)
 		if err != nil {
+			if fix := hostport.IPv6Fix(addr); fix != "" {
+				return nil, fmt.Errorf("--addr %q: want host:port, e.g. %s, or a URL: %s", addr, defaultStatusAddr, fix)
+			}
 			return nil, fmt.Errorf("--addr %q: want host:port, e.g. %s, or a URL", addr, defaultStatusAddr)
 		}
 		if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
 			host = "127.0.0.1"
 		}
-		addr = "http://" + net.JoinHostPort(host, port)
+		// Built, not written out: a zone (fe80::1%eth0) is %25 in a URL.
+		addr = (&url.URL{Scheme: "http", Host: net.JoinHostPort(host, port)}).String()
 	}
 	u, err := url.Parse(addr)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -190,14 +195,18 @@ func runStatus(ctx context.Context, w io.Writer, f statusFlags) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
-	if addr != "" && f.addr == "" && cfg != nil && f.dataDir != nil && os.Getenv(envKey) == "" {
+	if addr != "" && f.addr == "" && cfg != nil && f.dataDir != nil && (os.Getenv(envKey) == "" || anyPort(addr)) {
 		// The config's address, and no key to send it: on the gateway's
 		// own machine, the gateway on the data folder serving the config
 		// answers on its status socket, which needs none (its front
-		// answered 401, "put one in $TOOLGATE_KEY").
+		// answered 401, "put one in $TOOLGATE_KEY"). An address of port
+		// 0 is the gateway's socket's alone to name.
 		want := absPaths([]string{f.config})[0]
 		if n, err := statusLocal(ctx, w, f.dataDir(cfg), f, func(p *gateway.ProcessInfo) bool { return slices.Contains(p.Config, want) }); n > 0 {
 			return err
+		}
+		if anyPort(addr) {
+			return anyPortError(f.dataDir(cfg), f.config, addr)
 		}
 	}
 	if addr == "" {

@@ -152,6 +152,7 @@ func TestStatusCommandErrors(t *testing.T) {
 		{"unreachable", closed, false, []string{"no gateway answered at http://" + closed + "/status", "connection refused", "toolgate serve --config FILE --http " + closed}},
 		{"not a gateway", notStatus.URL, false, []string{"404 Not Found", "check --addr"}},
 		{"bad address", "nope", true, []string{`--addr "nope": want host:port`}},
+		{"IPv6 without brackets", "::1:8931", true, []string{`--addr "::1:8931": want host:port, e.g. 127.0.0.1:8931, or a URL: an IPv6 address goes in brackets before its port: [::1]:8931`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

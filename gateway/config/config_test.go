@@ -972,3 +972,30 @@ func TestBareReferences(t *testing.T) {
 		t.Errorf("BareReferences (-want +got):\n%s", diff)
 	}
 }
+
+// TestIPv6AddrWithoutBrackets: toolgate.http.addr "::1:8931" (Go's "too
+// many colons") is told the address as it must be written.
+func TestIPv6AddrWithoutBrackets(t *testing.T) {
+	_, err := Parse([]byte(`{"mcpServers": {"a": {"command": "x"}}, "toolgate": {"http": {"addr": "::1:8931"}}}`), "t.json", func(string) (string, bool) { return "", false })
+	if err == nil || !strings.Contains(err.Error(), `"::1:8931" is not host:port: an IPv6 address goes in brackets before its port: [::1]:8931`) {
+		t.Errorf("toolgate.http.addr \"::1:8931\": %v", err)
+	}
+}
+
+// TestIPv6URLWithoutBrackets: a server's url with an IPv6 address without
+// brackets is told the URL as it must be written (it got the generic "is
+// not an absolute http(s) URL").
+func TestIPv6URLWithoutBrackets(t *testing.T) {
+	for u, want := range map[string]string{
+		"http://::1:3000/mcp":            `write "http://[::1]:3000/mcp"`,
+		"https://fd00::2/mcp":            `write "https://[fd00::2]/mcp"`,
+		"http://fe80::1%25eth0:3000/mcp": `write "http://[fe80::1%25eth0]:3000/mcp"`,
+		// A zone's % is %25 in a URL (url.Parse: invalid URL escape).
+		"http://[fe80::1%eth0]:3000/mcp": `write "http://[fe80::1%25eth0]:3000/mcp"`,
+	} {
+		_, err := Parse([]byte(`{"mcpServers": {"a": {"url": "`+u+`"}}}`), "t.json", func(string) (string, bool) { return "", false })
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("url %q: %v; want %q", u, err, want)
+		}
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/toolgate/toolgate/index/catalog"
+	"github.com/toolgate/toolgate/internal/hostport"
 	"github.com/toolgate/toolgate/internal/tlsfiles"
 )
 
@@ -413,12 +414,30 @@ func checkURL(u string) string {
 			return fmt.Sprintf("has no scheme: write %q", "https://"+u)
 		}
 	}
+	if scheme, rest, ok := strings.Cut(u, "://"); ok {
+		auth, path, slash := strings.Cut(rest, "/")
+		if slash {
+			path = "/" + path
+		}
+		if b := hostport.Bracketed(auth); b != "" {
+			return fmt.Sprintf("is not an absolute http(s) URL: an IPv6 address goes in brackets: write %q", scheme+"://"+b+path)
+		}
+		// [fe80::1%eth0]: a zone's % is %25 in a URL (RFC 6874).
+		if z := strings.Replace(auth, "%", "%25", 1); strings.HasPrefix(auth, "[") && !strings.Contains(auth, "%25") && z != auth {
+			if pu, err := url.Parse(scheme + "://" + z + path); err == nil && pu.Host != "" {
+				return fmt.Sprintf("is not an absolute http(s) URL: the zone of an IPv6 address follows %%25 in a URL: write %q", pu.String())
+			}
+		}
+	}
 	return `is not an absolute http(s) URL: write it like "https://example.com/mcp" or "http://127.0.0.1:3000/mcp"`
 }
 
 func checkAddr(a string) string {
 	_, port, err := net.SplitHostPort(a)
 	if err != nil {
+		if fix := hostport.IPv6Fix(a); fix != "" {
+			return "is not host:port: " + fix
+		}
 		return `is not host:port: write it like "127.0.0.1:8080"`
 	}
 	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {

@@ -27,7 +27,7 @@ import (
 // process) and whose proxy's refusal of a CONNECT is a *RefusedError.
 func Transport() *http.Transport {
 	t := http.DefaultTransport.(*http.Transport).Clone()
-	proxy := httpproxy.FromEnvironment().ProxyFunc()
+	proxy := proxyFunc()
 	t.Proxy = func(r *http.Request) (*url.URL, error) { return proxy(r.URL) }
 	t.OnProxyConnectResponse = func(_ context.Context, p *url.URL, req *http.Request, resp *http.Response) error {
 		if resp.StatusCode == http.StatusOK {
@@ -37,6 +37,30 @@ func Transport() *http.Transport {
 			Schemes: schemes(resp.Header)}
 	}
 	return t
+}
+
+// proxyFunc is the proxy rule of the environment now (httpproxy's, as Go
+// reads it), with two IPv6 cases of its own: a NO_PROXY entry of an IPv6
+// address in brackets ("[fd00::2]", as a URL writes it), which Go's rule
+// matches only with a port, matches the address; and a link-local address
+// with its zone (fe80::1%eth0: an interface of this machine, which no
+// proxy reaches) goes direct. Both went to the proxy.
+func proxyFunc() func(*url.URL) (*url.URL, error) {
+	c := httpproxy.FromEnvironment()
+	entries := strings.Split(c.NoProxy, ",")
+	for i, e := range entries {
+		if e = strings.TrimSpace(e); strings.HasPrefix(e, "[") && strings.HasSuffix(e, "]") {
+			entries[i] = e[1 : len(e)-1]
+		}
+	}
+	c.NoProxy = strings.Join(entries, ",")
+	proxy := c.ProxyFunc()
+	return func(u *url.URL) (*url.URL, error) {
+		if strings.Contains(u.Hostname(), "%") {
+			return nil, nil
+		}
+		return proxy(u)
+	}
 }
 
 // schemes are those of the Proxy-Authenticate challenges of h.
@@ -64,7 +88,7 @@ func AuthFix(u *url.URL, h http.Header) string {
 // For is the proxy the environment names for a request to u, nil for
 // none (NO_PROXY, a loopback host, no proxy set).
 func For(u *url.URL) *url.URL {
-	p, err := httpproxy.FromEnvironment().ProxyFunc()(u)
+	p, err := proxyFunc()(u)
 	if err != nil {
 		return nil
 	}

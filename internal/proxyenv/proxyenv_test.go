@@ -109,3 +109,39 @@ func TestUnreadableProxySaid(t *testing.T) {
 		t.Errorf("ResolveNote with a proxy = %q, want none", got)
 	}
 }
+
+// TestIPv6HostsAndTheProxy: NO_PROXY takes an IPv6 address in brackets
+// ("[fd00::2]", as it is written in a URL), which Go's rule matched only
+// with a port; and a link-local address with its zone (fe80::1%eth0: an
+// interface of this machine, which no proxy can reach) never goes through
+// a proxy. Both went to the proxy.
+func TestIPv6HostsAndTheProxy(t *testing.T) {
+	t.Setenv("HTTP_PROXY", "http://proxy.corp.example:3128")
+	t.Setenv("NO_PROXY", "[fd00::2], example.org")
+	tr := Transport()
+	for u, want := range map[string]string{
+		"http://[fd00::2]:3000/mcp":            "",
+		"http://[fd00::3]:3000/mcp":            "http://proxy.corp.example:3128",
+		"http://[fe80::1%25eth0]:3000/mcp":     "",
+		"http://[fe80::1]:3000/mcp":            "http://proxy.corp.example:3128",
+		"http://[::1]:3000/mcp":                "",
+		"http://mcp.example.org:3000/mcp":      "",
+		"http://[2001:db8::7]:3000/mcp":        "http://proxy.corp.example:3128",
+		"http://[::ffff:127.0.0.1]:3000/mcp":   "",
+		"http://[fe80::1%25eth0]:3000/mcp?x=1": "",
+	} {
+		req, _ := http.NewRequest(http.MethodPost, u, nil)
+		p, err := tr.Proxy(req)
+		got := ""
+		if p != nil {
+			got = p.String()
+		}
+		if err != nil || got != want {
+			t.Errorf("proxy of %s = %q, %v; want %q", u, got, err, want)
+		}
+		pu, _ := url.Parse(u)
+		if f := For(pu); (f == nil) != (want == "") {
+			t.Errorf("For(%s) = %v; want %q", u, f, want)
+		}
+	}
+}

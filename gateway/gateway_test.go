@@ -2051,6 +2051,39 @@ func TestAllowedHostsEntryForms(t *testing.T) {
 	}
 }
 
+// TestHostOfTheDialledAddress: a Host that is the address the connection
+// was accepted on (a gateway on 0.0.0.0 reached as http://10.0.0.7:8931)
+// passes the Host check without allowedHosts, in either family; another
+// address, or a name, does not.
+func TestHostOfTheDialledAddress(t *testing.T) {
+	g, _ := newTestGateway(t, &fakeCaller{})
+	passed := false
+	h := g.guard(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { passed = true }), HTTPOptions{MaxBodyBytes: 1024}, slog.New(slog.DiscardHandler))
+	for _, tc := range []struct {
+		local, host string
+		want        bool
+	}{
+		{"10.0.0.7", "10.0.0.7:8931", true},
+		{"::ffff:10.0.0.7", "10.0.0.7:8931", true}, // an IPv4 client on [::]
+		{"fd00::2", "[fd00::2]:8931", true},
+		{"fd00::2", "[FD00:0::2]", true},
+		{"fe80::1", "[fe80::1%25eth0]:8931", true},
+		{"10.0.0.7", "10.0.0.8:8931", false},
+		{"10.0.0.7", "gw.example:8931", false}, // a name: allowedHosts' to let in
+		{"0.0.0.0", "0.0.0.0:8931", false},
+	} {
+		passed = false
+		req := httptest.NewRequest("POST", "/mcp", strings.NewReader("{}"))
+		req.Host = tc.host
+		req = req.WithContext(context.WithValue(req.Context(), http.LocalAddrContextKey, &net.TCPAddr{IP: net.ParseIP(tc.local), Port: 8931}))
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if passed != tc.want {
+			t.Errorf("Host %q on %s: let through %v (status %d %s), want %v", tc.host, tc.local, passed, rec.Code, strings.TrimSpace(rec.Body.String()), tc.want)
+		}
+	}
+}
+
 // TestListenIPv6WithoutBrackets: --http ::1:8931 says how the address is
 // written, where it quoted Go's "too many colons in address".
 func TestListenIPv6WithoutBrackets(t *testing.T) {

@@ -761,7 +761,7 @@ func (g *Gateway) guard(next http.Handler, o HTTPOptions, log *slog.Logger) http
 			next.ServeHTTP(w, r)
 			return
 		}
-		if !hostAllowed(r.Host, o.AllowedHosts) && (o.CertHosts == nil || !hostAllowed(r.Host, o.CertHosts())) {
+		if !hostAllowed(r.Host, o.AllowedHosts) && (o.CertHosts == nil || !hostAllowed(r.Host, o.CertHosts())) && !dialledAddress(r) {
 			if overRefused(w, r, o, "") {
 				return
 			}
@@ -839,6 +839,28 @@ func hostAllowed(hostport string, extra []string) bool {
 		return false
 	}
 	return isLoopbackHost(h) || slices.ContainsFunc(extra, func(e string) bool { return hostMatches(e, h, port) })
+}
+
+// dialledAddress reports whether r's Host is the address, an IP literal,
+// that its connection was accepted on: the gateway's own address as the
+// client dialled it (http://10.0.0.7:8931/mcp of a gateway on 0.0.0.0,
+// or on [fd00::2]), which only allowedHosts let in before. DNS rebinding
+// needs a name that resolves to the gateway; a Host of an address is no
+// such name, and a page of another site that asks for the address
+// directly sends its own Origin, which the Origin check refuses.
+func dialledAddress(r *http.Request) bool {
+	h, _ := splitHost(r.Host)
+	ip, err := netip.ParseAddr(h)
+	if err != nil {
+		return false
+	}
+	local, ok := r.Context().Value(http.LocalAddrContextKey).(*net.TCPAddr)
+	if !ok {
+		return false
+	}
+	own, ok := netip.AddrFromSlice(local.IP)
+	own = own.Unmap() // net.IP holds an IPv4 address in 16 bytes
+	return ok && !own.IsUnspecified() && own == ip.WithZone("").Unmap()
 }
 
 // splitHost is hostport's host, without the brackets of an IPv6 address,

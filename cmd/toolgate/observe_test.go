@@ -312,8 +312,23 @@ func findChromium(t *testing.T) string {
 
 // chromiumTmp is the TMPDIR setting that keeps the folder Chromium makes
 // in the temp folder for its singleton lock (org.chromium.Chromium.*,
-// left behind when the browser is killed) inside the test's own.
-func chromiumTmp(t *testing.T) string { return "TMPDIR=" + t.TempDir() }
+// left behind when the browser is killed) inside one of the test's own.
+// A short one: the lock is a Unix socket, whose path has room for 107
+// bytes, and in a t.TempDir() (named after the test) under /tmp the
+// socket of TestObservability's subtest had 3 to spare: with a TMPDIR 6
+// bytes longer Chromium aborted ("signal: aborted") at every run.
+func chromiumTmp(t *testing.T) string {
+	dir, err := os.MkdirTemp("", "chromium")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := os.RemoveAll(dir); err != nil {
+			t.Error(err)
+		}
+	})
+	return "TMPDIR=" + dir
+}
 
 // chromiumFlags keep a test's browser to itself and off the network: its
 // own profile, no background requests (updates, sync, metrics), and no

@@ -975,7 +975,10 @@ func TestColdStartReloadAppliesSearch(t *testing.T) {
 		return &search.Options{Mode: search.Mode(s.Mode), KeywordWeight: s.KeywordWeight, VectorWeight: s.VectorWeight}
 	}
 	emb := &gatedEmbedder{fakeEmbedder: fakeEmbedder{model: "fake@1"}, open: make(chan struct{})}
-	f := newFixture(t, t.TempDir(), pool, &Options{Embedder: emb, ColdWait: time.Millisecond, SearchFrom: from}, "a")
+	// A debounce of an hour: only the test's Reload (a management tool's)
+	// reloads. The watcher's, 250 ms after the save by default, could come
+	// first on a loaded machine, and the Reload then applied nothing.
+	f := newFixture(t, t.TempDir(), pool, &Options{Embedder: emb, ColdWait: time.Millisecond, SearchFrom: from, Debounce: time.Hour}, "a")
 	f.run(t)
 	writeFile(t, f.path, configBytes(t, map[string]any{"search": map[string]any{"mode": "vector", "keywordWeight": 0.8}}, "a"))
 	if r := f.loop.Reload(context.Background(), "test"); !slices.Equal(r.Applied, []string{"toolgate.search"}) {

@@ -250,7 +250,7 @@ func newTwoGateways(t *testing.T, tools []catalog.Tool) *twoGateways {
 			open:   func() (*learn.Store, error) { return learn.Open(tg.dir, &learn.Options{Storage: w}) },
 			reopen: func(s *learn.Store) (*learn.Store, error) { return s.Reopen(&learn.Options{Storage: w}) }}
 		l.remote = newRemoteLearning(func(context.Context) (*localGateway, error) { return peer() }, l.recordGone, nil)
-		sock := filepath.Join(t.TempDir(), name+".sock")
+		sock := filepath.Join(shortTempDir(t), name+".sock")
 		ln, err := net.Listen("unix", sock)
 		if err != nil {
 			t.Fatal(err)

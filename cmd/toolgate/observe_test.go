@@ -318,7 +318,16 @@ func findChromium(t *testing.T) string {
 // socket of TestObservability's subtest had 3 to spare: with a TMPDIR 6
 // bytes longer Chromium aborted ("signal: aborted") at every run.
 func chromiumTmp(t *testing.T) string {
-	dir, err := os.MkdirTemp("", "chromium")
+	return "TMPDIR=" + shortTempDir(t)
+}
+
+// shortTempDir is a new folder directly in the temp folder, removed at the
+// test's end, for Unix sockets: a socket's path has room for 107 bytes,
+// and a t.TempDir() is named after the test (a long TMPDIR left a
+// subtest's too few).
+func shortTempDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "tg")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -327,7 +336,7 @@ func chromiumTmp(t *testing.T) string {
 			t.Error(err)
 		}
 	})
-	return "TMPDIR=" + dir
+	return dir
 }
 
 // chromiumFlags keep a test's browser to itself and off the network: its

@@ -22,12 +22,7 @@ import (
 // STOPPING=1 when a stop begins. Without it, Type=notify timed out and
 // Type=simple called the gateway started before it answered anything.
 func TestServeNotifiesSystemd(t *testing.T) {
-	dir, err := os.MkdirTemp("", "tg-sd") // short: a socket's path has at most 107 bytes
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	sock := filepath.Join(dir, "notify")
+	sock := filepath.Join(shortTempDir(t), "notify")
 	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: sock, Net: "unixgram"})
 	if err != nil {
 		t.Fatal(err)

@@ -127,3 +127,62 @@ func TestEmptyTextResourceFields(t *testing.T) {
 		t.Errorf("mcp.ResourceContents has fields %v, emptyTextResource writes %v (a text resource: no Blob): write the new ones too", got, want)
 	}
 }
+
+// TestContentPerProtocol: a client gets of each content block what its
+// protocol defines. A resource link (2025-06-18) reaches a client of an
+// older protocol as a text block that names all it says, and audio
+// (2025-03-26) reaches a 2024-11-05 client as a text note of its type and
+// size: the Python SDK 1.2.1 (2024-11-05) and 1.9.4 (2025-03-26) refused
+// the whole result otherwise (a pydantic ValidationError from call_tool),
+// so the user lost its text and images too. The other blocks, and every
+// block for a client of 2025-06-18 on, are as the backend wrote them.
+func TestContentPerProtocol(t *testing.T) {
+	var sent mcp.CallToolResult
+	if err := json.Unmarshal([]byte(contentFromBackend), &sent); err != nil {
+		t.Fatal(err)
+	}
+	g, _ := newTestGateway(t, &fakeCaller{call: func(string, string, map[string]any) (*mcp.CallToolResult, error) {
+		r := sent
+		return &r, nil
+	}})
+	const (
+		link  = `Resource link: file:///src/main.rs (name "main.rs", title "Main", text/x-rust, 1234 bytes): Entry point`
+		audio = `Audio left out (audio/wav, 5 bytes): protocol 2024-11-05 has no audio content; a client of protocol 2025-03-26 or later receives it.`
+	)
+	for _, tc := range []struct {
+		pv          string
+		audio, link string // the block's text when it became one, else ""
+	}{
+		{"2024-11-05", audio, link},
+		{"2025-03-26", "", link},
+		{"2025-06-18", "", ""},
+		{"2025-11-25", "", ""},
+	} {
+		t.Run(tc.pv, func(t *testing.T) {
+			cs := connectClient(t, g, mcp.NewClient(&mcp.Implementation{Name: "old"}, nil), tc.pv)
+			res := call(t, cs, ExecuteToolName, map[string]any{"name": "everything__add", "arguments": map[string]any{"a": 1, "b": 2}})
+			if len(res.Content) != len(sent.Content) {
+				t.Fatalf("%d blocks, want %d", len(res.Content), len(sent.Content))
+			}
+			for i, c := range res.Content {
+				want := sent.Content[i]
+				switch i {
+				case 3:
+					if tc.audio != "" {
+						want = &mcp.TextContent{Text: tc.audio, Annotations: sent.Content[3].(*mcp.AudioContent).Annotations}
+					}
+				case 4:
+					if tc.link != "" {
+						l := sent.Content[4].(*mcp.ResourceLink)
+						want = &mcp.TextContent{Text: tc.link, Annotations: l.Annotations, Meta: l.Meta}
+					}
+				}
+				wb, _ := json.Marshal(want)
+				gb, _ := json.Marshal(c)
+				if string(wb) != string(gb) {
+					t.Errorf("block %d:\n got %s\nwant %s", i, gb, wb)
+				}
+			}
+		})
+	}
+}

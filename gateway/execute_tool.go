@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -165,7 +166,89 @@ func (g *Gateway) handleExecute(ctx context.Context, req *mcp.CallToolRequest) (
 	if res != nil && (res.NeedsInput() || res.InputRequests != nil) {
 		return g.inputRequired(ctx, req, a.Name, tool.Server, res), nil
 	}
-	return objectStructured(req, res), nil
+	return forProtocol(req, res), nil
+}
+
+// forProtocol is res as the client of req may take it at the protocol
+// version it agreed: the one place execute_tool fits a backend's result to
+// an older client (objectStructured, definedContent).
+func forProtocol(req *mcp.CallToolRequest, res *mcp.CallToolResult) *mcp.CallToolResult {
+	return definedContent(req, objectStructured(req, res))
+}
+
+// The protocol versions that added content block types.
+const (
+	audioVersion        = "2025-03-26" // audio
+	resourceLinkVersion = "2025-06-18" // resource_link
+)
+
+// definedContent is res with each content block of a type the protocol of
+// req's client does not define written as a text block that says what it
+// was, a copy when there was one: a resource link for a client before
+// 2025-06-18 (its URI, name, title, type, size and description), audio
+// for one before 2025-03-26 (its type and size). The Python SDK 1.2.1
+// (2024-11-05) and 1.9.4 (2025-03-26) refused the whole result otherwise
+// (call_tool raised a pydantic ValidationError), its text and images lost
+// with it. The block's annotations and _meta stay; a resource link's icons
+// go, as an older client has nowhere to show them.
+func definedContent(req *mcp.CallToolRequest, res *mcp.CallToolResult) *mcp.CallToolResult {
+	if res == nil || req.Session == nil {
+		return res
+	}
+	ip := req.Session.InitializeParams()
+	if ip == nil || ip.ProtocolVersion >= resourceLinkVersion {
+		return res
+	}
+	pv := ip.ProtocolVersion
+	undefined := func(c mcp.Content) bool {
+		switch c.(type) {
+		case *mcp.ResourceLink:
+			return true
+		case *mcp.AudioContent:
+			return pv < audioVersion
+		}
+		return false
+	}
+	if !slices.ContainsFunc(res.Content, undefined) {
+		return res
+	}
+	out := *res
+	out.Content = slices.Clone(res.Content)
+	for i, c := range out.Content {
+		if !undefined(c) {
+			continue
+		}
+		switch c := c.(type) {
+		case *mcp.ResourceLink:
+			out.Content[i] = &mcp.TextContent{Text: linkText(c), Meta: c.Meta, Annotations: c.Annotations}
+		case *mcp.AudioContent:
+			out.Content[i] = &mcp.TextContent{Text: fmt.Sprintf(
+				"Audio left out (%s, %d bytes): protocol %s has no audio content; a client of protocol %s or later receives it.",
+				cmp.Or(c.MIMEType, "no type given"), len(c.Data), pv, audioVersion), Meta: c.Meta, Annotations: c.Annotations}
+		}
+	}
+	return &out
+}
+
+// linkText is what a resource link says, as text: `Resource link:
+// file:///src/main.rs (name "main.rs", title "Main", text/x-rust, 1234
+// bytes): Entry point`.
+func linkText(l *mcp.ResourceLink) string {
+	about := []string{fmt.Sprintf("name %q", l.Name)}
+	if l.Title != "" {
+		about = append(about, fmt.Sprintf("title %q", l.Title))
+	}
+	if l.MIMEType != "" {
+		about = append(about, l.MIMEType)
+	}
+	if l.Size != nil {
+		about = append(about, fmt.Sprintf("%d bytes", *l.Size))
+	}
+	s := fmt.Sprintf("Resource link: %s (%s)", l.URI, strings.Join(about, ", "))
+	if l.Description != "" {
+		s += ": " + l.Description
+	}
+	return s
 }
 
 // ownMeta is res without the keys of its _meta under a prefix MCP

@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"reflect"
 	"slices"
 	"strings"
@@ -184,5 +186,19 @@ func TestContentPerProtocol(t *testing.T) {
 				}
 			}
 		})
+	}
+	// Over the HTTP front, each request's MCP-Protocol-Version (2025-03-26
+	// when it has none, as the spec says) decides.
+	srv := httptest.NewServer(g.HTTPHandler(nil))
+	defer srv.Close()
+	const body = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"execute_tool","arguments":{"name":"everything__add","arguments":{"a":1,"b":2}}}}`
+	for _, tc := range []struct {
+		header string
+		link   bool // the resource link is kept
+	}{{"", false}, {"2025-03-26", false}, {"2025-06-18", true}, {"2025-11-25", true}} {
+		resp, got := postMCP(t, srv.URL+"/mcp", tc.header, body, nil)
+		if resp.StatusCode != http.StatusOK || strings.Contains(got, `"type":"resource_link"`) != tc.link || strings.Contains(got, "Resource link: file:///src/main.rs") == tc.link {
+			t.Errorf("over HTTP with MCP-Protocol-Version %q: %s %.600s, want the resource link kept: %v", tc.header, resp.Status, got, tc.link)
+		}
 	}
 }

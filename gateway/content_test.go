@@ -202,3 +202,54 @@ func TestContentPerProtocol(t *testing.T) {
 		}
 	}
 }
+
+// TestStructuredContentMirroredForOldClients: structuredContent is MCP
+// 2025-06-18's, and a client of an older protocol shows its model the
+// content alone: a result with no text that holds its JSON (the spec's
+// advice, which a server may not take) reached the Python SDK 1.2.1 as
+// `content: []`, the answer only in a field its version does not define.
+// Such a client gets the JSON as a text block, unless one already holds
+// the same value (written in any layout); a client of 2025-06-18 on gets
+// the result unchanged.
+func TestStructuredContentMirroredForOldClients(t *testing.T) {
+	results := map[string]*mcp.CallToolResult{
+		"add":            {StructuredContent: map[string]any{"t": 21.0, "city": "Oslo"}},
+		"list_directory": {Content: []mcp.Content{&mcp.TextContent{Text: "{\n  \"city\": \"Oslo\",\n  \"t\": 21\n}"}}, StructuredContent: map[string]any{"t": 21.0, "city": "Oslo"}},
+		"write_file":     {Content: []mcp.Content{&mcp.TextContent{Text: "Oslo, 21 degrees"}}, StructuredContent: json.RawMessage(`{"t": 21, "city": "Oslo"}`)},
+		// Not an object (before 2026-07-28 it goes, its JSON kept in text):
+		// its text pretty-printed is not repeated compact.
+		"create_entities": {Content: []mcp.Content{&mcp.TextContent{Text: "[\n  \"a\",\n  \"b\"\n]"}}, StructuredContent: []any{"a", "b"}},
+	}
+	g, _ := newTestGateway(t, &fakeCaller{call: func(_, tool string, _ map[string]any) (*mcp.CallToolResult, error) {
+		r := *results[tool]
+		return &r, nil
+	}})
+	for _, tc := range []struct {
+		id   string
+		args map[string]any
+		old  string // the text blocks a client before 2025-06-18 gets, joined
+	}{
+		{"everything__add", map[string]any{"a": 1, "b": 2}, `{"city":"Oslo","t":21}`},
+		{"filesystem__list_directory", map[string]any{"path": "."}, "{\n  \"city\": \"Oslo\",\n  \"t\": 21\n}"},
+		{"filesystem__write_file", map[string]any{"path": "a", "content": "b"}, `Oslo, 21 degrees{"t": 21, "city": "Oslo"}`},
+		{"memory__create_entities", map[string]any{"entities": []any{}}, "[\n  \"a\",\n  \"b\"\n]"},
+	} {
+		sent := results[strings.SplitN(tc.id, "__", 2)[1]]
+		for _, pv := range []string{"2024-11-05", "2025-03-26", "2025-06-18"} {
+			t.Run(tc.id+" "+pv, func(t *testing.T) {
+				cs := connectClient(t, g, mcp.NewClient(&mcp.Implementation{Name: "old"}, nil), pv)
+				res := call(t, cs, ExecuteToolName, map[string]any{"name": tc.id, "arguments": tc.args})
+				want := tc.old
+				if pv >= "2025-06-18" {
+					want = text(sent)
+				}
+				if got := text(res); got != want {
+					t.Errorf("text %q, want %q", got, want)
+				}
+				if _, list := sent.StructuredContent.([]any); res.StructuredContent == nil && !list {
+					t.Error("structuredContent left out: every client SDK tried keeps it")
+				}
+			})
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -190,7 +191,11 @@ const (
 // (2024-11-05) and 1.9.4 (2025-03-26) refused the whole result otherwise
 // (call_tool raised a pydantic ValidationError), its text and images lost
 // with it. The block's annotations and _meta stay; a resource link's icons
-// go, as an older client has nowhere to show them.
+// go, as an older client has nowhere to show them. A structuredContent
+// (2025-06-18) is kept, as every SDK tried keeps or ignores it, and its
+// JSON is added as text unless a text block holds it (the spec's advice,
+// which a server may not take): an older client shows its model the
+// content alone, and the Python SDK 1.2.1 showed `content: []`.
 func definedContent(req *mcp.CallToolRequest, res *mcp.CallToolResult) *mcp.CallToolResult {
 	if res == nil || req.Session == nil {
 		return res
@@ -209,11 +214,15 @@ func definedContent(req *mcp.CallToolRequest, res *mcp.CallToolResult) *mcp.Call
 		}
 		return false
 	}
-	if !slices.ContainsFunc(res.Content, undefined) {
+	raw := structuredJSON(res.StructuredContent)
+	if !slices.ContainsFunc(res.Content, undefined) && len(raw) == 0 {
 		return res
 	}
 	out := *res
 	out.Content = slices.Clone(res.Content)
+	if len(raw) > 0 {
+		out.Content = withJSONText(out.Content, raw)
+	}
 	for i, c := range out.Content {
 		if !undefined(c) {
 			continue
@@ -355,31 +364,63 @@ func objectStructured(req *mcp.CallToolRequest, res *mcp.CallToolResult) *mcp.Ca
 	if res == nil || res.StructuredContent == nil || multiRoundTrip(req) {
 		return res
 	}
-	var raw []byte
-	switch sc := res.StructuredContent.(type) {
-	case map[string]any:
+	if _, ok := res.StructuredContent.(map[string]any); ok {
 		return res
-	case json.RawMessage: // kept as sent (backend.exact)
-		raw = bytes.TrimSpace(sc)
-	default:
-		b, err := json.Marshal(sc)
-		if err != nil {
-			return res
-		}
-		raw = b
 	}
+	raw := structuredJSON(res.StructuredContent)
 	if len(raw) == 0 || raw[0] == '{' {
 		return res
 	}
 	out := *res
 	out.StructuredContent = nil
-	if !slices.ContainsFunc(res.Content, func(c mcp.Content) bool {
-		tc, ok := c.(*mcp.TextContent)
-		return ok && strings.TrimSpace(tc.Text) == string(raw)
-	}) {
-		out.Content = append(slices.Clip(res.Content), &mcp.TextContent{Text: string(raw)})
-	}
+	out.Content = withJSONText(res.Content, raw)
 	return &out
+}
+
+// structuredJSON is the JSON of a result's structuredContent, as sent when
+// it was kept so (backend.exact: an integer past 2^53 keeps its digits);
+// nil when there is none.
+func structuredJSON(sc any) []byte {
+	switch sc := sc.(type) {
+	case nil:
+		return nil
+	case json.RawMessage:
+		return bytes.TrimSpace(sc)
+	}
+	b, _ := json.Marshal(sc)
+	return b
+}
+
+// withJSONText is content with a text block of raw, a JSON value, added
+// unless a text block already holds it: the same text, or JSON of the same
+// value in another layout (a Python server's indent=2, other key order).
+func withJSONText(content []mcp.Content, raw []byte) []mcp.Content {
+	var want any
+	decoded := false
+	if slices.ContainsFunc(content, func(c mcp.Content) bool {
+		tc, ok := c.(*mcp.TextContent)
+		if !ok {
+			return false
+		}
+		text := strings.TrimSpace(tc.Text)
+		if text == string(raw) {
+			return true
+		}
+		if text == "" || len(raw) == 0 || (text[0] != raw[0] && (text[0] == '{' || text[0] == '[' || text[0] == '"' || raw[0] == '{' || raw[0] == '[' || raw[0] == '"')) {
+			return false // not JSON of the same kind: no need to decode it
+		}
+		if !decoded {
+			decoded = true
+			if json.Unmarshal(raw, &want) != nil {
+				want = nil
+			}
+		}
+		var got any
+		return want != nil && json.Unmarshal([]byte(text), &got) == nil && reflect.DeepEqual(got, want)
+	}) {
+		return content
+	}
+	return append(slices.Clip(content), &mcp.TextContent{Text: string(raw)})
 }
 
 // directCalls adds to go-sdk's answer to a tools/call of a tool the

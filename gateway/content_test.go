@@ -205,12 +205,14 @@ func TestContentPerProtocol(t *testing.T) {
 
 // TestStructuredContentMirroredForOldClients: structuredContent is MCP
 // 2025-06-18's, and a client of an older protocol shows its model the
-// content alone: a result with no text that holds its JSON (the spec's
-// advice, which a server may not take) reached the Python SDK 1.2.1 as
-// `content: []`, the answer only in a field its version does not define.
-// Such a client gets the JSON as a text block, unless one already holds
-// the same value (written in any layout); a client of 2025-06-18 on gets
-// the result unchanged.
+// content alone: a result with no text block (the spec advises a server to
+// write the JSON there) reached the Python SDK 1.2.1 as `content: []`, the
+// answer only in a field its version does not define. Such a client gets
+// the JSON as a text block; a text of the server's own (the JSON in any
+// layout, or prose) is left as it is, and a client of 2025-06-18 on gets
+// the result unchanged. A structuredContent that is not an object goes for
+// every client before 2026-07-28, its JSON kept in text unless a text block
+// holds the same value in any layout.
 func TestStructuredContentMirroredForOldClients(t *testing.T) {
 	results := map[string]*mcp.CallToolResult{
 		"add":            {StructuredContent: map[string]any{"t": 21.0, "city": "Oslo"}},
@@ -231,7 +233,7 @@ func TestStructuredContentMirroredForOldClients(t *testing.T) {
 	}{
 		{"everything__add", map[string]any{"a": 1, "b": 2}, `{"city":"Oslo","t":21}`},
 		{"filesystem__list_directory", map[string]any{"path": "."}, "{\n  \"city\": \"Oslo\",\n  \"t\": 21\n}"},
-		{"filesystem__write_file", map[string]any{"path": "a", "content": "b"}, `Oslo, 21 degrees{"t": 21, "city": "Oslo"}`},
+		{"filesystem__write_file", map[string]any{"path": "a", "content": "b"}, `Oslo, 21 degrees`},
 		{"memory__create_entities", map[string]any{"entities": []any{}}, "[\n  \"a\",\n  \"b\"\n]"},
 	} {
 		sent := results[strings.SplitN(tc.id, "__", 2)[1]]

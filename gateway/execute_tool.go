@@ -193,9 +193,12 @@ const (
 // with it. The block's annotations and _meta stay; a resource link's icons
 // go, as an older client has nowhere to show them. A structuredContent
 // (2025-06-18) is kept, as every SDK tried keeps or ignores it, and its
-// JSON is added as text unless a text block holds it (the spec's advice,
-// which a server may not take): an older client shows its model the
-// content alone, and the Python SDK 1.2.1 showed `content: []`.
+// JSON is added as text when the result has no text block (the spec
+// advises a server to write it there; one that wrote nothing left an
+// older client, which shows its model the content alone, with an empty
+// answer: the Python SDK 1.2.1 showed `content: []`). A text of its own
+// (prose, as toolgate's management tools write) is the server's rendering
+// for the model, and is not added to.
 func definedContent(req *mcp.CallToolRequest, res *mcp.CallToolResult) *mcp.CallToolResult {
 	if res == nil || req.Session == nil {
 		return res
@@ -214,14 +217,17 @@ func definedContent(req *mcp.CallToolRequest, res *mcp.CallToolResult) *mcp.Call
 		}
 		return false
 	}
-	raw := structuredJSON(res.StructuredContent)
+	var raw []byte // structuredContent's JSON, when no text says anything
+	if !slices.ContainsFunc(res.Content, isText) {
+		raw = structuredJSON(res.StructuredContent)
+	}
 	if !slices.ContainsFunc(res.Content, undefined) && len(raw) == 0 {
 		return res
 	}
 	out := *res
 	out.Content = slices.Clone(res.Content)
 	if len(raw) > 0 {
-		out.Content = withJSONText(out.Content, raw)
+		out.Content = append(out.Content, &mcp.TextContent{Text: string(raw)})
 	}
 	for i, c := range out.Content {
 		if !undefined(c) {
@@ -375,6 +381,11 @@ func objectStructured(req *mcp.CallToolRequest, res *mcp.CallToolResult) *mcp.Ca
 	out.StructuredContent = nil
 	out.Content = withJSONText(res.Content, raw)
 	return &out
+}
+
+func isText(c mcp.Content) bool {
+	_, ok := c.(*mcp.TextContent)
+	return ok
 }
 
 // structuredJSON is the JSON of a result's structuredContent, as sent when

@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"reflect"
 	"slices"
 	"strings"
@@ -125,5 +127,131 @@ func TestEmptyTextResourceFields(t *testing.T) {
 	}
 	if got, want := fields(mcp.ResourceContents{}), []string{"URI", "MIMEType", "Text", "Blob", "Meta"}; !slices.Equal(got, want) {
 		t.Errorf("mcp.ResourceContents has fields %v, emptyTextResource writes %v (a text resource: no Blob): write the new ones too", got, want)
+	}
+}
+
+// TestContentPerProtocol: a client gets of each content block what its
+// protocol defines. A resource link (2025-06-18) reaches a client of an
+// older protocol as a text block that names all it says, and audio
+// (2025-03-26) reaches a 2024-11-05 client as a text note of its type and
+// size: the Python SDK 1.2.1 (2024-11-05) and 1.9.4 (2025-03-26) refused
+// the whole result otherwise (a pydantic ValidationError from call_tool),
+// so the user lost its text and images too. The other blocks, and every
+// block for a client of 2025-06-18 on, are as the backend wrote them.
+func TestContentPerProtocol(t *testing.T) {
+	var sent mcp.CallToolResult
+	if err := json.Unmarshal([]byte(contentFromBackend), &sent); err != nil {
+		t.Fatal(err)
+	}
+	g, _ := newTestGateway(t, &fakeCaller{call: func(string, string, map[string]any) (*mcp.CallToolResult, error) {
+		r := sent
+		return &r, nil
+	}})
+	const (
+		link  = `Resource link: file:///src/main.rs (name "main.rs", title "Main", text/x-rust, 1234 bytes): Entry point`
+		audio = `Audio left out (audio/wav, 5 bytes): protocol 2024-11-05 has no audio content; a client of protocol 2025-03-26 or later receives it.`
+	)
+	for _, tc := range []struct {
+		pv          string
+		audio, link string // the block's text when it became one, else ""
+	}{
+		{"2024-11-05", audio, link},
+		{"2025-03-26", "", link},
+		{"2025-06-18", "", ""},
+		{"2025-11-25", "", ""},
+	} {
+		t.Run(tc.pv, func(t *testing.T) {
+			cs := connectClient(t, g, mcp.NewClient(&mcp.Implementation{Name: "old"}, nil), tc.pv)
+			res := call(t, cs, ExecuteToolName, map[string]any{"name": "everything__add", "arguments": map[string]any{"a": 1, "b": 2}})
+			if len(res.Content) != len(sent.Content) {
+				t.Fatalf("%d blocks, want %d", len(res.Content), len(sent.Content))
+			}
+			for i, c := range res.Content {
+				want := sent.Content[i]
+				switch i {
+				case 3:
+					if tc.audio != "" {
+						want = &mcp.TextContent{Text: tc.audio, Annotations: sent.Content[3].(*mcp.AudioContent).Annotations}
+					}
+				case 4:
+					if tc.link != "" {
+						l := sent.Content[4].(*mcp.ResourceLink)
+						want = &mcp.TextContent{Text: tc.link, Annotations: l.Annotations, Meta: l.Meta}
+					}
+				}
+				wb, _ := json.Marshal(want)
+				gb, _ := json.Marshal(c)
+				if string(wb) != string(gb) {
+					t.Errorf("block %d:\n got %s\nwant %s", i, gb, wb)
+				}
+			}
+		})
+	}
+	// Over the HTTP front, each request's MCP-Protocol-Version (2025-03-26
+	// when it has none, as the spec says) decides.
+	srv := httptest.NewServer(g.HTTPHandler(nil))
+	defer srv.Close()
+	const body = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"execute_tool","arguments":{"name":"everything__add","arguments":{"a":1,"b":2}}}}`
+	for _, tc := range []struct {
+		header string
+		link   bool // the resource link is kept
+	}{{"", false}, {"2025-03-26", false}, {"2025-06-18", true}, {"2025-11-25", true}} {
+		resp, got := postMCP(t, srv.URL+"/mcp", tc.header, body, nil)
+		if resp.StatusCode != http.StatusOK || strings.Contains(got, `"type":"resource_link"`) != tc.link || strings.Contains(got, "Resource link: file:///src/main.rs") == tc.link {
+			t.Errorf("over HTTP with MCP-Protocol-Version %q: %s %.600s, want the resource link kept: %v", tc.header, resp.Status, got, tc.link)
+		}
+	}
+}
+
+// TestStructuredContentMirroredForOldClients: structuredContent is MCP
+// 2025-06-18's, and a client of an older protocol shows its model the
+// content alone: a result with no text block (the spec advises a server to
+// write the JSON there) reached the Python SDK 1.2.1 as `content: []`, the
+// answer only in a field its version does not define. Such a client gets
+// the JSON as a text block; a text of the server's own (the JSON in any
+// layout, or prose) is left as it is, and a client of 2025-06-18 on gets
+// the result unchanged. A structuredContent that is not an object goes for
+// every client before 2026-07-28, its JSON kept in text unless a text block
+// holds the same value in any layout.
+func TestStructuredContentMirroredForOldClients(t *testing.T) {
+	results := map[string]*mcp.CallToolResult{
+		"add":            {StructuredContent: map[string]any{"t": 21.0, "city": "Oslo"}},
+		"list_directory": {Content: []mcp.Content{&mcp.TextContent{Text: "{\n  \"city\": \"Oslo\",\n  \"t\": 21\n}"}}, StructuredContent: map[string]any{"t": 21.0, "city": "Oslo"}},
+		"write_file":     {Content: []mcp.Content{&mcp.TextContent{Text: "Oslo, 21 degrees"}}, StructuredContent: json.RawMessage(`{"t": 21, "city": "Oslo"}`)},
+		// Not an object (before 2026-07-28 it goes, its JSON kept in text):
+		// its text pretty-printed is not repeated compact.
+		"create_entities": {Content: []mcp.Content{&mcp.TextContent{Text: "[\n  \"a\",\n  \"b\"\n]"}}, StructuredContent: []any{"a", "b"}},
+	}
+	g, _ := newTestGateway(t, &fakeCaller{call: func(_, tool string, _ map[string]any) (*mcp.CallToolResult, error) {
+		r := *results[tool]
+		return &r, nil
+	}})
+	for _, tc := range []struct {
+		id   string
+		args map[string]any
+		old  string // the text blocks a client before 2025-06-18 gets, joined
+	}{
+		{"everything__add", map[string]any{"a": 1, "b": 2}, `{"city":"Oslo","t":21}`},
+		{"filesystem__list_directory", map[string]any{"path": "."}, "{\n  \"city\": \"Oslo\",\n  \"t\": 21\n}"},
+		{"filesystem__write_file", map[string]any{"path": "a", "content": "b"}, `Oslo, 21 degrees`},
+		{"memory__create_entities", map[string]any{"entities": []any{}}, "[\n  \"a\",\n  \"b\"\n]"},
+	} {
+		sent := results[strings.SplitN(tc.id, "__", 2)[1]]
+		for _, pv := range []string{"2024-11-05", "2025-03-26", "2025-06-18"} {
+			t.Run(tc.id+" "+pv, func(t *testing.T) {
+				cs := connectClient(t, g, mcp.NewClient(&mcp.Implementation{Name: "old"}, nil), pv)
+				res := call(t, cs, ExecuteToolName, map[string]any{"name": tc.id, "arguments": tc.args})
+				want := tc.old
+				if pv >= "2025-06-18" {
+					want = text(sent)
+				}
+				if got := text(res); got != want {
+					t.Errorf("text %q, want %q", got, want)
+				}
+				if _, list := sent.StructuredContent.([]any); res.StructuredContent == nil && !list {
+					t.Error("structuredContent left out: every client SDK tried keeps it")
+				}
+			})
+		}
 	}
 }

@@ -2,12 +2,14 @@ package gateway
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -165,7 +167,103 @@ func (g *Gateway) handleExecute(ctx context.Context, req *mcp.CallToolRequest) (
 	if res != nil && (res.NeedsInput() || res.InputRequests != nil) {
 		return g.inputRequired(ctx, req, a.Name, tool.Server, res), nil
 	}
-	return objectStructured(req, res), nil
+	return forProtocol(req, res), nil
+}
+
+// forProtocol is res as the client of req may take it at the protocol
+// version it agreed: the one place execute_tool fits a backend's result to
+// an older client (objectStructured, definedContent).
+func forProtocol(req *mcp.CallToolRequest, res *mcp.CallToolResult) *mcp.CallToolResult {
+	return definedContent(req, objectStructured(req, res))
+}
+
+// The protocol versions that added content block types.
+const (
+	audioVersion        = "2025-03-26" // audio
+	resourceLinkVersion = "2025-06-18" // resource_link
+)
+
+// definedContent is res with each content block of a type the protocol of
+// req's client does not define written as a text block that says what it
+// was, a copy when there was one: a resource link for a client before
+// 2025-06-18 (its URI, name, title, type, size and description), audio
+// for one before 2025-03-26 (its type and size). The Python SDK 1.2.1
+// (2024-11-05) and 1.9.4 (2025-03-26) refused the whole result otherwise
+// (call_tool raised a pydantic ValidationError), its text and images lost
+// with it. The block's annotations and _meta stay; a resource link's icons
+// go, as an older client has nowhere to show them. A structuredContent
+// (2025-06-18) is kept, as every SDK tried keeps or ignores it, and its
+// JSON is added as text when the result has no text block (the spec
+// advises a server to write it there; one that wrote nothing left an
+// older client, which shows its model the content alone, with an empty
+// answer: the Python SDK 1.2.1 showed `content: []`). A text of its own
+// (prose, as toolgate's management tools write) is the server's rendering
+// for the model, and is not added to.
+func definedContent(req *mcp.CallToolRequest, res *mcp.CallToolResult) *mcp.CallToolResult {
+	if res == nil || req.Session == nil {
+		return res
+	}
+	ip := req.Session.InitializeParams()
+	if ip == nil || ip.ProtocolVersion >= resourceLinkVersion {
+		return res
+	}
+	pv := ip.ProtocolVersion
+	undefined := func(c mcp.Content) bool {
+		switch c.(type) {
+		case *mcp.ResourceLink:
+			return true
+		case *mcp.AudioContent:
+			return pv < audioVersion
+		}
+		return false
+	}
+	var raw []byte // structuredContent's JSON, when no text says anything
+	if !slices.ContainsFunc(res.Content, isText) {
+		raw = structuredJSON(res.StructuredContent)
+	}
+	if !slices.ContainsFunc(res.Content, undefined) && len(raw) == 0 {
+		return res
+	}
+	out := *res
+	out.Content = slices.Clone(res.Content)
+	if len(raw) > 0 {
+		out.Content = append(out.Content, &mcp.TextContent{Text: string(raw)})
+	}
+	for i, c := range out.Content {
+		if !undefined(c) {
+			continue
+		}
+		switch c := c.(type) {
+		case *mcp.ResourceLink:
+			out.Content[i] = &mcp.TextContent{Text: linkText(c), Meta: c.Meta, Annotations: c.Annotations}
+		case *mcp.AudioContent:
+			out.Content[i] = &mcp.TextContent{Text: fmt.Sprintf(
+				"Audio left out (%s, %d bytes): protocol %s has no audio content; a client of protocol %s or later receives it.",
+				cmp.Or(c.MIMEType, "no type given"), len(c.Data), pv, audioVersion), Meta: c.Meta, Annotations: c.Annotations}
+		}
+	}
+	return &out
+}
+
+// linkText is what a resource link says, as text: `Resource link:
+// file:///src/main.rs (name "main.rs", title "Main", text/x-rust, 1234
+// bytes): Entry point`.
+func linkText(l *mcp.ResourceLink) string {
+	about := []string{fmt.Sprintf("name %q", l.Name)}
+	if l.Title != "" {
+		about = append(about, fmt.Sprintf("title %q", l.Title))
+	}
+	if l.MIMEType != "" {
+		about = append(about, l.MIMEType)
+	}
+	if l.Size != nil {
+		about = append(about, fmt.Sprintf("%d bytes", *l.Size))
+	}
+	s := fmt.Sprintf("Resource link: %s (%s)", l.URI, strings.Join(about, ", "))
+	if l.Description != "" {
+		s += ": " + l.Description
+	}
+	return s
 }
 
 // ownMeta is res without the keys of its _meta under a prefix MCP
@@ -272,31 +370,68 @@ func objectStructured(req *mcp.CallToolRequest, res *mcp.CallToolResult) *mcp.Ca
 	if res == nil || res.StructuredContent == nil || multiRoundTrip(req) {
 		return res
 	}
-	var raw []byte
-	switch sc := res.StructuredContent.(type) {
-	case map[string]any:
+	if _, ok := res.StructuredContent.(map[string]any); ok {
 		return res
-	case json.RawMessage: // kept as sent (backend.exact)
-		raw = bytes.TrimSpace(sc)
-	default:
-		b, err := json.Marshal(sc)
-		if err != nil {
-			return res
-		}
-		raw = b
 	}
+	raw := structuredJSON(res.StructuredContent)
 	if len(raw) == 0 || raw[0] == '{' {
 		return res
 	}
 	out := *res
 	out.StructuredContent = nil
-	if !slices.ContainsFunc(res.Content, func(c mcp.Content) bool {
-		tc, ok := c.(*mcp.TextContent)
-		return ok && strings.TrimSpace(tc.Text) == string(raw)
-	}) {
-		out.Content = append(slices.Clip(res.Content), &mcp.TextContent{Text: string(raw)})
-	}
+	out.Content = withJSONText(res.Content, raw)
 	return &out
+}
+
+func isText(c mcp.Content) bool {
+	_, ok := c.(*mcp.TextContent)
+	return ok
+}
+
+// structuredJSON is the JSON of a result's structuredContent, as sent when
+// it was kept so (backend.exact: an integer past 2^53 keeps its digits);
+// nil when there is none.
+func structuredJSON(sc any) []byte {
+	switch sc := sc.(type) {
+	case nil:
+		return nil
+	case json.RawMessage:
+		return bytes.TrimSpace(sc)
+	}
+	b, _ := json.Marshal(sc)
+	return b
+}
+
+// withJSONText is content with a text block of raw, a JSON value, added
+// unless a text block already holds it: the same text, or JSON of the same
+// value in another layout (a Python server's indent=2, other key order).
+func withJSONText(content []mcp.Content, raw []byte) []mcp.Content {
+	var want any
+	decoded := false
+	if slices.ContainsFunc(content, func(c mcp.Content) bool {
+		tc, ok := c.(*mcp.TextContent)
+		if !ok {
+			return false
+		}
+		text := strings.TrimSpace(tc.Text)
+		if text == string(raw) {
+			return true
+		}
+		if text == "" || len(raw) == 0 || (text[0] != raw[0] && (text[0] == '{' || text[0] == '[' || text[0] == '"' || raw[0] == '{' || raw[0] == '[' || raw[0] == '"')) {
+			return false // not JSON of the same kind: no need to decode it
+		}
+		if !decoded {
+			decoded = true
+			if json.Unmarshal(raw, &want) != nil {
+				want = nil
+			}
+		}
+		var got any
+		return want != nil && json.Unmarshal([]byte(text), &got) == nil && reflect.DeepEqual(got, want)
+	}) {
+		return content
+	}
+	return append(slices.Clip(content), &mcp.TextContent{Text: string(raw)})
 }
 
 // directCalls adds to go-sdk's answer to a tools/call of a tool the

@@ -89,6 +89,9 @@ func (g *Gateway) handleExecute(ctx context.Context, req *mcp.CallToolRequest) (
 	var ok bool
 	caller := policy.CallerFrom(ctx)
 	a.Name, tool, ok = g.lookup(caller, a.Name)
+	if !ok && g.awaitTool(ctx, caller, a.Name) {
+		a.Name, tool, ok = g.lookup(caller, a.Name)
+	}
 	note.tool = a.Name
 	if g.opts.Policy != nil {
 		t := tool
@@ -168,6 +171,34 @@ func (g *Gateway) handleExecute(ctx context.Context, req *mcp.CallToolRequest) (
 		return g.inputRequired(ctx, req, a.Name, tool.Server, res), nil
 	}
 	return forProtocol(req, res), nil
+}
+
+// MaxToolWait bounds how long execute_tool waits, for a name its catalog
+// lacks, for the tool's server to connect and the catalog to take what it
+// lists (Options.AwaitTool).
+const MaxToolWait = 30 * time.Second
+
+// awaitTool waits, for a name the catalog lacks, until the catalog holds
+// it if it may come (Options.AwaitTool): after a warm start, a tool its
+// server added since the last run answered "unknown tool" until the
+// server had connected and the re-index that followed was served, though
+// a call of a tool the catalog held waited for the same connection. Only
+// for a server the gateway runs, and a name the caller's policy would let
+// run: a key learns nothing by how long a name outside its scope takes.
+func (g *Gateway) awaitTool(ctx context.Context, caller *policy.Caller, name string) bool {
+	if g.opts.AwaitTool == nil || g.opts.Servers == nil {
+		return false
+	}
+	server, tool, err := catalog.SplitID(trimmedName(name))
+	if err != nil || !slices.Contains(g.opts.Servers(), server) {
+		return false
+	}
+	if g.opts.Policy != nil && !g.opts.Policy.Decide(caller, catalog.Tool{Server: server, Name: tool}).Allowed {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(ctx, MaxToolWait)
+	defer cancel()
+	return g.opts.AwaitTool(ctx, server, tool)
 }
 
 // forProtocol is res as the client of req may take it at the protocol

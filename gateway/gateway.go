@@ -130,6 +130,14 @@ type Options struct {
 	// forKey asks for the words an API key that is not admin may read
 	// (backend.ForKey: no paths on the gateway's machine).
 	Unavailable func(server string, forKey bool) string
+	// AwaitTool, if set, is asked by execute_tool of a name the Searcher
+	// lacks, server__tool of a server of Servers: it waits while the server
+	// connects (a warm start's catalog holds what it listed in its last
+	// run) and, when its listing holds tool, until the catalog served does,
+	// and reports whether it may now. It returns false at once when there
+	// is nothing to wait for (the server is up and lists no such tool, or
+	// is down). execute_tool bounds the wait with MaxToolWait.
+	AwaitTool func(ctx context.Context, server, tool string) bool
 	// Building, if set, says without waiting why the Searcher has no
 	// index to search yet (a cold start's first index being built: a
 	// *live.BuildingError, as its Search answers past its wait), or nil.

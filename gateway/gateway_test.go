@@ -2051,6 +2051,46 @@ func TestAllowedHostsEntryForms(t *testing.T) {
 	}
 }
 
+// TestExecuteAwaitsTheToolsServer: a name the catalog lacks, of a server
+// the gateway runs, waits (Options.AwaitTool, bounded) for the catalog to
+// catch up with what the server lists, and runs once it has: after a warm
+// start, a tool the server added since its last run answered "unknown
+// tool" until the server had connected and the re-index was served. A
+// name of a server the gateway does not run, or one the caller's policy
+// refuses, is not waited for.
+func TestExecuteAwaitsTheToolsServer(t *testing.T) {
+	g, fs := newTestGateway(t, nil)
+	g.opts.Servers = func() []string { return []string{"everything", "memory"} }
+	var asked []string
+	g.opts.AwaitTool = func(ctx context.Context, server, tool string) bool {
+		asked = append(asked, server+catalog.Sep+tool)
+		if _, ok := ctx.Deadline(); !ok {
+			t.Error("AwaitTool's wait has no deadline")
+		}
+		if tool != "brand_new" {
+			return false // up, and no such tool listed
+		}
+		fs.tools = append(slices.Clone(fs.tools), catalog.Tool{Server: server, Name: tool, Description: "Listed since the catalog was built",
+			InputSchema: json.RawMessage(`{"type":"object"}`)})
+		return true
+	}
+	// A policy that lets no tool of "everything" run (it is not among
+	// the servers it knows of).
+	g.opts.Policy = policy.NewSet(policy.NewConfigured([]string{"memory", "filesystem", "weird"}))
+	cs := connect(t, g)
+	call(t, cs, ExecuteToolName, map[string]any{"name": "everything__brand_new"})
+	if res := call(t, cs, ExecuteToolName, map[string]any{"name": "memory__brand_new"}); res.IsError || text(res) != "memory/brand_new" {
+		t.Errorf("memory__brand_new, listed while the call waited: isError=%v %s", res.IsError, text(res))
+	}
+	if res := call(t, cs, ExecuteToolName, map[string]any{"name": "memory__no_such"}); !res.IsError || !strings.Contains(text(res), `unknown tool "memory__no_such"`) {
+		t.Errorf("memory__no_such: isError=%v %s", res.IsError, text(res))
+	}
+	call(t, cs, ExecuteToolName, map[string]any{"name": "github__create_issue"})
+	if want := []string{"memory__brand_new", "memory__no_such"}; !slices.Equal(asked, want) {
+		t.Errorf("AwaitTool asked of %v, want %v (not of a server the gateway does not run, nor of a name the policy refuses)", asked, want)
+	}
+}
+
 // TestHostOfTheDialledAddress: a Host that is the address the connection
 // was accepted on (a gateway on 0.0.0.0 reached as http://10.0.0.7:8931)
 // passes the Host check without allowedHosts, in either family; another

@@ -403,6 +403,43 @@ func testLog(t *testing.T, prefix string) io.Writer {
 // the gateway answers from the last catalog, memory's tools stay findable
 // but are marked unavailable, execute_tool says why, and the other servers
 // keep serving.
+// TestWarmStartToolAddedSince: after a warm start, a tool its server has
+// added since the index was built runs through execute_tool at once: the
+// call waits for the server's connection and the re-index its listing
+// asks for, as a call of a tool the index holds waits for the connection.
+// It answered "unknown tool" until both were done.
+func TestWarmStartToolAddedSince(t *testing.T) {
+	dataDir := t.TempDir()
+	cfg := filepath.Join(t.TempDir(), "toolgate.json")
+	write := func(modes string, env ...string) {
+		s := backendtest.Command(t, modes, env...)
+		b, err := json.Marshal(map[string]any{"mcpServers": map[string]any{"fake": map[string]any{"command": s.Command, "env": s.Env}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(cfg, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(backendtest.ModeNormal)
+	if out, err := toolgateCmd(t, dataDir, "index", "--config", cfg).CombinedOutput(); err != nil {
+		t.Fatalf("toolgate index --config: %v\n%s", err, out)
+	}
+	// The server now lists "shelves" too, and is slow to start: the call
+	// comes before it has connected.
+	write(backendtest.ModeNormal+","+backendtest.ModeListOutput, backendtest.EnvStartDelay+"=1s")
+	cmd := toolgateCmd(t, dataDir, "serve", "--config", cfg)
+	cmd.Stderr = testLog(t, "toolgate: ")
+	ctx, cs := connectStdio(t, cmd, 2*time.Minute)
+	res := executeTool(t, ctx, cs, "fake__shelves", nil)
+	if res.IsError {
+		t.Fatalf("execute_tool fake__shelves, a tool added since the index: %s", resultText(res))
+	}
+	if res := executeTool(t, ctx, cs, "fake__no_such", nil); !res.IsError || !strings.Contains(resultText(res), `unknown tool "fake__no_such"`) {
+		t.Errorf("execute_tool fake__no_such: isError=%v %s", res.IsError, resultText(res))
+	}
+}
+
 func TestWarmStartKeepsToolsOfDownBackend(t *testing.T) {
 	dataDir := t.TempDir()
 	good := bundledConfig(t, nil)

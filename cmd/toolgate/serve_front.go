@@ -91,6 +91,7 @@ func (fr *front) serve(ctx context.Context) error {
 		MaxLimit:       s.MaxLimit,
 		Describe:       mg.Describe,
 		Unavailable:    mg.Unavailable,
+		AwaitTool:      awaitTool(fr.pool, fr.lv),
 		Servers:        fr.pool.Servers,
 		Building:       fr.lv.Building,
 		TracerProvider: fr.tracing.Provider(),
@@ -443,4 +444,29 @@ func canListen(addr string, held net.Listener, allowRemote bool, have gateway.Re
 // the console, mounted at console.Path.
 func frontRoutes(status, metrics, ui http.Handler) map[string]http.Handler {
 	return map[string]http.Handler{"GET /status": status, "GET /metrics": metrics, console.Path: ui}
+}
+
+// awaitTool is gateway.Options.AwaitTool: the server's connection waited
+// for (backend.Pool.Lists) and, when it lists the tool, the re-index that
+// its listing asks for (live.Loop.ToolsChanged), until the catalog served
+// holds the tool or a re-index has ended without it (a failed one, or one
+// whose catalog leaves it out). Nothing is waited for while the server is
+// up and no re-index is pending: the catalog is what it lists.
+func awaitTool(pool *backend.Pool, lv *live.Loop) func(ctx context.Context, server, tool string) bool {
+	return func(ctx context.Context, server, tool string) bool {
+		start := lv.Stats()
+		if !start.Reindexing && pool.Unavailable(server, false) == "" {
+			return false // up, and the catalog in step with what it lists
+		}
+		if !pool.Lists(ctx, server, tool) {
+			return false
+		}
+		_, err := lv.Wait(ctx, func(st live.Stats) bool {
+			if _, ok := lv.Known(server, tool); ok {
+				return true
+			}
+			return !st.Reindexing && (st.CatalogGeneration > start.CatalogGeneration || st.LastIndexErrorAt.After(start.LastIndexErrorAt))
+		})
+		return err == nil
+	}
 }

@@ -1,8 +1,10 @@
 package backend
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -55,6 +57,36 @@ func (p *Pool) Unavailable(server string, forKey bool) string {
 	default:
 		return fmt.Sprintf("server %q is down: %s", server, st.Err)
 	}
+}
+
+// Lists reports whether server's listing holds tool, once the server is
+// not connecting: a connection being made (the first of a warm start, a
+// restart's, a reconnect's) is waited for as a call of its tools waits
+// (acquire), until it is up or down, or ctx ends. False for a server
+// that is not configured, not up (down, idle, disabled), or when ctx ends
+// first. execute_tool asks it of a name its catalog lacks: a tool the
+// server added since the catalog was built.
+func (p *Pool) Lists(ctx context.Context, server, tool string) bool {
+	b, ok := p.roster.Load().byName[server]
+	if !ok {
+		return false
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for b.run == nil && b.state == StateConnecting {
+		ch := b.stateCh
+		b.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+		case <-b.ctx.Done():
+		}
+		b.mu.Lock()
+		if ctx.Err() != nil || b.ctx.Err() != nil {
+			return false
+		}
+	}
+	return b.run != nil && slices.ContainsFunc(b.tools, func(t *mcp.Tool) bool { return t != nil && t.Name == tool })
 }
 
 // callWaits is what Unavailable says of a call to a connecting server.

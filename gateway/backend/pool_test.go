@@ -1133,6 +1133,40 @@ func TestStartAfter(t *testing.T) {
 		close(release)
 		testenv.Eventually(t, "the backend up", func() bool { return statusOf(t, p, "fake").State == StateUp })
 	})
+	// Lists, for execute_tool's name the catalog lacks, waits as a call
+	// does: a listing of the connection, not of the run before.
+	t.Run("Lists waits for the connection", func(t *testing.T) {
+		release := make(chan struct{})
+		waiting := make(chan struct{})
+		o := testOptions(nil)
+		o.StartAfter = func(ctx context.Context) {
+			close(waiting)
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+		}
+		p := New([]config.Server{backendtest.Command(t, "normal")}, o)
+		t.Cleanup(func() { p.Close() })
+		p.StartAsync(context.Background())
+		<-waiting
+		ended, cancel := context.WithCancel(context.Background())
+		cancel()
+		if p.Lists(ended, "fake", "echo") {
+			t.Error("Lists with its context ended while the server connects: true, want false")
+		}
+		listed := make(chan [2]bool, 1)
+		go func() {
+			listed <- [2]bool{p.Lists(context.Background(), "fake", "echo"), p.Lists(context.Background(), "fake", "no_such")}
+		}()
+		close(release)
+		if got := <-listed; got != [2]bool{true, false} {
+			t.Errorf("Lists(echo), Lists(no_such) across the connection: %v, want [true false]", got)
+		}
+		if p.Lists(context.Background(), "other", "echo") {
+			t.Error("Lists of a server the pool does not run: true")
+		}
+	})
 	t.Run("a call does not wait", func(t *testing.T) {
 		waitEnded := make(chan error, 1)
 		o := testOptions(nil)

@@ -89,8 +89,8 @@ func newRootCmd(stop *shutdown.Controller) (*cobra.Command, *globals) {
 		},
 	}
 	root.PersistentFlags().StringVar(&g.dataDir, "data-dir", "", "data folder for the index and caches (default $TOOLGATE_DATA_DIR, the config's dataDir, or ~/.local/share/toolgate)")
-	root.PersistentFlags().StringVar(&g.logLevel, "log-level", envOr("TOOLGATE_LOG_LEVEL", "info"), "log level: debug, info, warn, error (logs go to stderr)")
-	root.PersistentFlags().StringVar(&g.logFormat, "log-format", envOr("TOOLGATE_LOG_FORMAT", "text"), "log format: text (key=value) or json (one object a line)")
+	root.PersistentFlags().StringVar(&g.logLevel, "log-level", envOr("TOOLGATE_LOG_LEVEL", "info"), "log level: debug, info, warn, error (logs go to stderr; $TOOLGATE_LOG_LEVEL)")
+	root.PersistentFlags().StringVar(&g.logFormat, "log-format", envOr("TOOLGATE_LOG_FORMAT", "text"), "log format: text (key=value) or json (one object a line; $TOOLGATE_LOG_FORMAT)")
 	for _, add := range subcommands {
 		root.AddCommand(add(g))
 	}
@@ -108,6 +108,17 @@ func usageErrors(root *cobra.Command) {
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return usageError{fmt.Errorf("%s%w%s (see %s --help)", verb(cmd), err, flagMeant(cmd, err), cmd.CommandPath())}
 	})
+	// cobra adds its completion and help commands as the command line is
+	// run: added now, the walk below makes `completion tcsh` a usage error
+	// too (it printed the completion help and exited 0), and help refuses
+	// a topic that is no command (helpTopic).
+	root.InitDefaultCompletionCmd()
+	root.InitDefaultHelpCmd()
+	for _, c := range root.Commands() {
+		if c.Name() == "help" {
+			c.Run, c.RunE = nil, helpTopic
+		}
+	}
 	var walk func(*cobra.Command)
 	walk = func(cmd *cobra.Command) {
 		for _, sub := range cmd.Commands() {
@@ -185,16 +196,39 @@ func unknownVerb(cmd *cobra.Command, args []string) error {
 	if len(args) == 0 {
 		return nil
 	}
-	msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+	return unknownWord(cmd, args[0], "command")
+}
+
+// unknownWord is the usage error of word, given where cmd takes a verb:
+// "unknown command" (or "unknown help topic") with the verb meant.
+func unknownWord(cmd *cobra.Command, word, what string) error {
+	msg := fmt.Sprintf("unknown %s %q for %q", what, word, cmd.CommandPath())
 	if cmd.SuggestionsMinimumDistance <= 0 {
 		cmd.SuggestionsMinimumDistance = 2 // cobra's own default, set only where it suggests itself
 	}
-	if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+	if s := cmd.SuggestionsFor(word); len(s) > 0 {
 		msg += fmt.Sprintf(": did you mean %q?", s[0])
-	} else if flag := argMeant(cmd, args[0]); flag != "" {
+	} else if flag := argMeant(cmd, word); flag != "" && what == "command" {
 		msg += fmt.Sprintf(": did you mean %s?", flag) // toolgate servers c.json
 	}
 	return usageError{fmt.Errorf("%s (see %s --help)", msg, cmd.CommandPath())}
+}
+
+// helpTopic runs `toolgate help TOPIC...`: the help of the command TOPIC
+// names, and a usage error for a word that names no verb of its group
+// (`help serv`, `help keys revok`). cobra's own help command printed
+// toolgate's whole help then, and exited 0. Words after a command that
+// takes arguments are its arguments (`help search list files`).
+func helpTopic(c *cobra.Command, args []string) error {
+	cmd, rest, err := c.Root().Find(args)
+	if err != nil {
+		return usageError{err}
+	}
+	if len(rest) > 0 && cmd.HasSubCommands() {
+		return unknownWord(cmd, rest[0], "help topic")
+	}
+	cmd.InitDefaultHelpFlag() // its -h, --help line
+	return cmd.Help()
 }
 
 // subcommands is filled by each subcommand file's init, so adding a verb

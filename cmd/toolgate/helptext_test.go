@@ -1,0 +1,104 @@
+package main
+
+import (
+	"errors"
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// TestHelpTextFacts holds what `toolgate CMD --help` shows to facts a
+// newcomer reads it for, command by command: every flag is described, no
+// default is an empty "[]" or a Go type name, and every flag the usage line
+// writes is one the command takes.
+func TestHelpTextFacts(t *testing.T) {
+	root, _ := newRootCmd(nil)
+	root.InitDefaultCompletionCmd()
+	useFlag := regexp.MustCompile(`(?:^|[\s\[(|])(--[a-z][a-z0-9-]*|-[a-zA-Z])\b`)
+	var walk func(*cobra.Command)
+	walk = func(cmd *cobra.Command) {
+		for _, sub := range cmd.Commands() {
+			if !sub.Hidden {
+				walk(sub)
+			}
+		}
+		cmd.InitDefaultHelpFlag()
+		usages := cmd.Flags().FlagUsages() + cmd.InheritedFlags().FlagUsages()
+		for _, bad := range []string{"(default [])", "float64Slice", "intSlice", "stringSlice", "durationSlice"} {
+			if strings.Contains(usages, bad) {
+				t.Errorf("%s --help shows %q: name the value in the flag's usage (`LIST`) and leave an empty default unsaid\n%s", cmd.CommandPath(), bad, usages)
+			}
+		}
+		cmd.Flags().VisitAll(func(f *pflag.Flag) {
+			if strings.TrimSpace(f.Usage) == "" {
+				t.Errorf("%s --%s has no description", cmd.CommandPath(), f.Name)
+			}
+		})
+		for _, m := range useFlag.FindAllStringSubmatch(cmd.Use, -1) {
+			name := m[1]
+			var f *pflag.Flag
+			if strings.HasPrefix(name, "--") {
+				f = cmd.Flags().Lookup(name[2:])
+			} else {
+				f = cmd.Flags().ShorthandLookup(name[1:])
+			}
+			if f == nil {
+				t.Errorf("%s: its usage line %q writes %s, a flag it does not take", cmd.CommandPath(), cmd.Use, name)
+			}
+		}
+	}
+	walk(root)
+}
+
+// TestGlobalFlagsNameTheirEnv: --log-level and --log-format default to
+// $TOOLGATE_LOG_LEVEL and $TOOLGATE_LOG_FORMAT (README, Global flags), and
+// their help says so, as --data-dir's and --config's do.
+func TestGlobalFlagsNameTheirEnv(t *testing.T) {
+	root, _ := newRootCmd(nil)
+	for flag, env := range map[string]string{"log-level": "$TOOLGATE_LOG_LEVEL", "log-format": "$TOOLGATE_LOG_FORMAT", "data-dir": "$TOOLGATE_DATA_DIR"} {
+		if u := root.PersistentFlags().Lookup(flag).Usage; !strings.Contains(u, env) {
+			t.Errorf("--%s: %q does not name %s, its default", flag, u, env)
+		}
+	}
+}
+
+// TestHelpTopics: `toolgate help TOPIC` with a topic that is no command
+// is a usage error (exit status 2) with the command meant, as `toolgate
+// TOPIC` is; it printed the whole help of toolgate (or of the group) and
+// exited 0. An unknown shell of `completion` is one too: it printed the
+// completion help and exited 0.
+func TestHelpTopics(t *testing.T) {
+	dataDir := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"help", "serv"}, 2, `unknown help topic "serv" for "toolgate": did you mean "serve"?`},
+		{[]string{"help", "keys", "revok"}, 2, `unknown help topic "revok" for "toolgate keys": did you mean "revoke"?`},
+		{[]string{"help", "xyzzy"}, 2, `unknown help topic "xyzzy" for "toolgate" (see toolgate --help)`},
+		{[]string{"help", "keys", "revoke"}, 0, "toolgate keys revoke NAME"},
+		{[]string{"help", "search", "list", "files"}, 0, "toolgate search QUERY..."},
+		{[]string{"help"}, 0, "Available Commands:"},
+		{[]string{"completion", "tcsh"}, 2, `unknown command "tcsh" for "toolgate completion"`},
+		{[]string{"completion", "bsh"}, 2, `did you mean "bash"?`},
+		{[]string{"completion"}, 0, "Available Commands:"},
+		{[]string{"completion", "bash"}, 0, "__start_toolgate"},
+	} {
+		out, err := toolgateCmd(t, dataDir, tc.args...).CombinedOutput()
+		code := 0
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if code != tc.code || !strings.Contains(string(out), tc.want) {
+			t.Errorf("toolgate %s: exit status %d\n%s\nwant exit status %d and %q", strings.Join(tc.args, " "), code, out, tc.code, tc.want)
+		}
+	}
+}

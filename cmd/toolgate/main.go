@@ -95,6 +95,7 @@ func newRootCmd(stop *shutdown.Controller) (*cobra.Command, *globals) {
 		root.AddCommand(add(g))
 	}
 	usageErrors(root)
+	completions(root, g)
 	return root, g
 }
 
@@ -292,7 +293,7 @@ func (o *oneFile) String() string { return *o.p }
 func (o *oneFile) Type() string   { return "string" }
 
 func (o *oneFile) Set(v string) error {
-	if o.set {
+	if o.set && !completing() { // the completion request's second parse of the same words
 		return fmt.Errorf("%s %s one config file, and --config was given twice (%s, then %s): give it once", o.cmd.CommandPath(), o.verb, *o.p, v)
 	}
 	*o.p, o.set = v, true

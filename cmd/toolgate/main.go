@@ -12,6 +12,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -179,7 +180,38 @@ func flagMeant(cmd *cobra.Command, err error) string {
 	if name, ok := typo.Suggest(typed, names); ok {
 		return fmt.Sprintf(": did you mean --%s?", name)
 	}
-	return argNotFlag(cmd, ne)
+	if s := argNotFlag(cmd, ne); s != "" {
+		return s
+	}
+	return flagOfOthers(cmd, ne.GetSpecifiedName())
+}
+
+// flagOfOthers is ": a flag of toolgate serve" for a flag cmd lacks that
+// other commands take (search --http, status --tools): the newcomer's
+// mistake of a flag read in another command's help. "" when none takes it.
+func flagOfOthers(cmd *cobra.Command, name string) string {
+	if name == "" {
+		return "" // a shorthand: a letter says too little
+	}
+	var owners []string
+	var walk func(*cobra.Command)
+	walk = func(c *cobra.Command) {
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+		if f := c.LocalNonPersistentFlags().Lookup(name); c != cmd && !c.Hidden && f != nil && !f.Hidden {
+			owners = append(owners, c.CommandPath())
+		}
+	}
+	walk(cmd.Root())
+	if len(owners) == 0 {
+		return ""
+	}
+	slices.Sort(owners)
+	if len(owners) > 3 {
+		owners = append(owners[:3], "…")
+	}
+	return ": a flag of " + strings.Join(owners, ", ")
 }
 
 // verb is "keys revoke: " for toolgate keys revoke, "" for toolgate itself

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"log/slog"
 	"os"
 	"slices"
 	"sort"
@@ -9,8 +10,11 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/toolgate/toolgate/gateway/audit"
 	"github.com/toolgate/toolgate/gateway/config"
+	"github.com/toolgate/toolgate/gateway/config/importer"
 	"github.com/toolgate/toolgate/gateway/keys"
+	"github.com/toolgate/toolgate/search"
 )
 
 // completions adds Tab completion of the values a user would otherwise
@@ -39,8 +43,41 @@ func completions(root *cobra.Command, g *globals) {
 		if cmd.Flags().Lookup("profile") != nil {
 			_ = cmd.RegisterFlagCompletionFunc("profile", flagValues(completeProfiles))
 		}
+		if f := cmd.LocalNonPersistentFlags().Lookup("mode"); f != nil {
+			modes := make([]string, 0, len(search.Modes)+1)
+			for _, m := range search.Modes {
+				modes = append(modes, string(m))
+			}
+			if f.DefValue != "" && !slices.Contains(modes, f.DefValue) {
+				modes = append(modes, f.DefValue) // eval's "all"
+			}
+			_ = cmd.RegisterFlagCompletionFunc("mode", words(modes))
+		}
 	}
 	walk(root)
+	fixed := func(cmd *cobra.Command, flag string, values []string) {
+		if cmd.Flags().Lookup(flag) != nil {
+			_ = cmd.RegisterFlagCompletionFunc(flag, words(values))
+		}
+	}
+	var levels []string
+	for _, l := range []slog.Level{slog.LevelDebug, slog.LevelInfo, slog.LevelWarn, slog.LevelError} {
+		levels = append(levels, levelName(l))
+	}
+	fixed(root, "log-level", levels)
+	for _, c := range root.Commands() {
+		switch c.Name() {
+		case "import":
+			fixed(c, "format", importer.Formats)
+		case "logs":
+			fixed(c, "level", levels)
+		case "audit":
+			if tail, _, err := c.Find([]string{"tail"}); err == nil {
+				fixed(tail, "decision", audit.Decisions)
+				fixed(tail, "outcome", audit.Outcomes)
+			}
+		}
+	}
 }
 
 // firstArg completes a command's one argument with names, and nothing
@@ -59,6 +96,11 @@ func flagValues(names func(*cobra.Command) []string) cobra.CompletionFunc {
 	return func(cmd *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		return prefixed(names(cmd), toComplete), cobra.ShellCompDirectiveNoFileComp
 	}
+}
+
+// words completes a flag's value with one of a few words.
+func words(values []string) cobra.CompletionFunc {
+	return flagValues(func(*cobra.Command) []string { return values })
 }
 
 func prefixed(names []string, prefix string) []cobra.Completion {

@@ -66,9 +66,17 @@ func TestCompletion(t *testing.T) {
 		// One name only: a second word is no server.
 		{[]string{"servers", "disable", "-c", cfg, "memory", ""}, nil},
 		{[]string{"ser"}, []string{"serve", "servers"}},
+		// Flags that take one of a few words: those words.
+		{[]string{"search", "--mode", ""}, []string{"bm25", "vector", "hybrid", "rrf"}},
+		{[]string{"serve", "--mode", "h"}, []string{"hybrid"}},
+		{[]string{"eval", "--mode", ""}, []string{"bm25", "vector", "hybrid", "rrf", "all"}},
+		{[]string{"import", "--format", "c"}, []string{"claude-desktop", "claude-code", "cursor", "codex"}},
+		{[]string{"audit", "tail", "--decision", ""}, []string{"allowed", "denied", "rate-limited", "quarantined"}},
+		{[]string{"audit", "tail", "--outcome", ""}, []string{"ok", "isError", "timeout", "down"}},
+		{[]string{"status", "--log-level", ""}, []string{"debug", "info", "warn", "error"}},
 	} {
 		got, out := complete(t, dataDir, tc.args...)
-		if !slices.Equal(got, tc.want) || strings.Contains(out, "Error") {
+		if !slices.Equal(got, tc.want) || strings.Contains(out, "[Error]") {
 			t.Errorf("toolgate __complete %s: %q, want %q\n%s", strings.Join(tc.args, " "), got, tc.want, out)
 		}
 	}

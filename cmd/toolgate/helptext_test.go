@@ -2,7 +2,9 @@ package main
 
 import (
 	"errors"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -99,6 +101,37 @@ func TestHelpTopics(t *testing.T) {
 		}
 		if code != tc.code || !strings.Contains(string(out), tc.want) {
 			t.Errorf("toolgate %s: exit status %d\n%s\nwant exit status %d and %q", strings.Join(tc.args, " "), code, out, tc.code, tc.want)
+		}
+	}
+}
+
+// TestConfigFromEnvEverywhere holds the README's "Every --config defaults
+// to $TOOLGATE_CONFIG" for status and logs, which look for gateways on the
+// config's data folder: they took no $TOOLGATE_CONFIG and looked in the
+// default one, where `servers disable` (which does) found none.
+func TestConfigFromEnvEverywhere(t *testing.T) {
+	dataDir, configData := t.TempDir(), t.TempDir()
+	cfg := filepath.Join(t.TempDir(), "toolgate.json")
+	if err := os.WriteFile(cfg, []byte(`{"mcpServers": {"one": {"command": "true"}}, "toolgate": {"dataDir": "`+configData+`"}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	root, _ := newRootCmd(nil)
+	var walk func(*cobra.Command)
+	walk = func(cmd *cobra.Command) {
+		for _, sub := range cmd.Commands() {
+			walk(sub)
+		}
+		if f := cmd.Flags().Lookup("config"); f != nil && !strings.Contains(f.Usage, "$TOOLGATE_CONFIG") {
+			t.Errorf("%s --config: %q does not name $TOOLGATE_CONFIG, its default", cmd.CommandPath(), f.Usage)
+		}
+	}
+	walk(root)
+	for _, args := range [][]string{{"logs"}, {"status"}} {
+		cmd := toolgateCmd(t, dataDir, args...)
+		cmd.Env = append(cmd.Env, "TOOLGATE_CONFIG="+cfg, "TOOLGATE_DATA_DIR=")
+		out, _ := cmd.CombinedOutput()
+		if !strings.Contains(string(out), "no gateway runs on the data folder "+configData) {
+			t.Errorf("TOOLGATE_CONFIG=%s toolgate %s:\n%s\nwant it to look on the config's data folder %s", cfg, strings.Join(args, " "), out, configData)
 		}
 	}
 }

@@ -39,6 +39,9 @@ func TestHelpTextFacts(t *testing.T) {
 			if strings.TrimSpace(f.Usage) == "" {
 				t.Errorf("%s --%s has no description", cmd.CommandPath(), f.Name)
 			}
+			if n := strings.Count(f.Usage, "(default"); n > 1 {
+				t.Errorf("%s --%s says its default %d times: %q", cmd.CommandPath(), f.Name, n, f.Usage)
+			}
 		})
 		for _, m := range useFlag.FindAllStringSubmatch(cmd.Use, -1) {
 			name := m[1]

@@ -138,3 +138,78 @@ func TestConfigFromEnvEverywhere(t *testing.T) {
 		}
 	}
 }
+
+// TestHelpCommandLines holds every toolgate command line a command's help
+// writes (`toolgate --data-dir DIR keys list`, `keys create --print-hash`,
+// `--since 1h --decision denied,rate-limited` under audit tail) to the
+// command tree, as TestREADMECommandLines holds the README's: the command
+// is one, each flag written is one it takes, and a line without
+// placeholders' brackets parses as the command's flags.
+func TestHelpCommandLines(t *testing.T) {
+	root, _ := newRootCmd(nil)
+	root.InitDefaultCompletionCmd()
+	checked := 0
+	check := func(where *cobra.Command, line string) {
+		for _, m := range commandLine.FindAllStringSubmatch(line, -1) {
+			text := m[1]
+			for _, end := range []string{")", " >", ", ", "`", ": "} { // the line goes on in prose, or in the shell
+				text, _, _ = strings.Cut(text, end)
+			}
+			text = strings.TrimRight(strings.TrimSpace(text), ".,:\"")
+			cmd, rest := resolve(root, strings.Fields(text))
+			if cmd == nil {
+				continue // prose: "toolgate finds …"
+			}
+			checked++
+			for _, f := range flagWord.FindAllStringSubmatch(strings.Join(rest, " "), -1) {
+				if !hasFlag(cmd, f[1]) {
+					t.Errorf("%s --help writes `toolgate %s`: %q has no flag %s (its flags: %s)", where.CommandPath(), text, cmd.CommandPath(), f[1], flagNames(cmd))
+				}
+			}
+			if strings.ContainsAny(text, "[]|…") || strings.Contains(text, "...") {
+				continue
+			}
+			fresh, _ := newRootCmd(nil)
+			c, args := resolve(fresh, strings.Fields(text))
+			if len(args) > 0 && strings.HasPrefix(args[len(args)-1], "-") {
+				args = args[:len(args)-1] // a flag named, not given: (toolgate serve --http)
+			}
+			if err := c.ParseFlags(args); err != nil {
+				t.Errorf("%s --help writes `toolgate %s`, which does not parse: %v", where.CommandPath(), text, err)
+			}
+		}
+	}
+	var walk func(*cobra.Command)
+	walk = func(cmd *cobra.Command) {
+		for _, sub := range cmd.Commands() {
+			walk(sub)
+		}
+		for _, line := range strings.Split(cmd.Long+"\n"+cmd.Short, "\n") {
+			// `keys create --print-hash`: a command written without
+			// toolgate, flags after it.
+			for _, m := range codeSpan.FindAllStringSubmatch(line, -1) {
+				if c, rest := resolve(root, strings.Fields(m[1])); c != nil && len(rest) > 0 && strings.HasPrefix(rest[0], "-") && !strings.Contains(m[1], "toolgate") {
+					line += " `toolgate " + m[1] + "`"
+				}
+			}
+			// A filter example of the command itself: --since 1h --decision …
+			if strings.Contains(line, ": --") {
+				for _, ex := range strings.Split(line, ": ")[1:] {
+					words := strings.Fields(ex)
+					n := 0
+					for n+1 < len(words) && strings.HasPrefix(words[n], "--") && !strings.HasPrefix(words[n+1], "(") {
+						n += 2 // --flag value, as many as there are
+					}
+					if n > 0 {
+						line += " toolgate " + strings.TrimPrefix(cmd.CommandPath(), root.Name()+" ") + " " + strings.Join(words[:n], " ")
+					}
+				}
+			}
+			check(cmd, line)
+		}
+	}
+	walk(root)
+	if checked < 20 {
+		t.Errorf("only %d toolgate command lines found in the help texts: is the pattern still right?", checked)
+	}
+}

@@ -213,3 +213,16 @@ func TestHelpCommandLines(t *testing.T) {
 		t.Errorf("only %d toolgate command lines found in the help texts: is the pattern still right?", checked)
 	}
 }
+
+// TestVersionFlag: `toolgate --version` prints the build's version and
+// commit (what eval's "run" and GET /status name), the first thing a
+// newcomer asks a binary; it was an unknown flag (exit status 2).
+func TestVersionFlag(t *testing.T) {
+	want, _ := buildCommit()
+	for _, arg := range []string{"--version", "-v"} {
+		out, err := toolgateCmd(t, t.TempDir(), arg).CombinedOutput()
+		if err != nil || string(out) != "toolgate "+version+" (commit "+want+")\n" {
+			t.Errorf("toolgate %s: %v %q, want %q", arg, err, out, "toolgate "+version+" (commit "+want+")\n")
+		}
+	}
+}

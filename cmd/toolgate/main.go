@@ -92,6 +92,11 @@ func newRootCmd(stop *shutdown.Controller) (*cobra.Command, *globals) {
 	root.PersistentFlags().StringVar(&g.dataDir, "data-dir", "", "data folder for the index and caches (default $TOOLGATE_DATA_DIR, the config's dataDir, or ~/.local/share/toolgate)")
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", envOr("TOOLGATE_LOG_LEVEL", "info"), "log level: debug, info, warn, error (logs go to stderr; $TOOLGATE_LOG_LEVEL)")
 	root.PersistentFlags().StringVar(&g.logFormat, "log-format", envOr("TOOLGATE_LOG_FORMAT", "text"), "log format: text (key=value) or json (one object a line; $TOOLGATE_LOG_FORMAT)")
+	// --version (-v): the build's version and commit, as eval's "run"
+	// and GET /status name them.
+	rev, _ := buildCommit()
+	root.Version = fmt.Sprintf("%s (commit %s)", version, rev)
+	root.SetVersionTemplate("{{.Name}} {{.Version}}\n")
 	for _, add := range subcommands {
 		root.AddCommand(add(g))
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/gateway/config/importer"
 	"github.com/toolgate/toolgate/gateway/keys"
+	"github.com/toolgate/toolgate/gateway/quarantine"
 	"github.com/toolgate/toolgate/search"
 )
 
@@ -36,6 +37,8 @@ func completions(root *cobra.Command, g *globals) {
 			cmd.ValidArgsFunction = firstArg(func(cmd *cobra.Command) []string { return completeServers(cmd, true) })
 		case "keys revoke":
 			cmd.ValidArgsFunction = firstArg(func(cmd *cobra.Command) []string { return keyNames(g, cmd) })
+		case "tools approve":
+			cmd.ValidArgsFunction = firstArg(func(cmd *cobra.Command) []string { return heldTools(g, cmd) })
 		}
 		if cmd.Flags().Lookup("server") != nil {
 			_ = cmd.RegisterFlagCompletionFunc("server", flagValues(func(cmd *cobra.Command) []string { return completeServers(cmd, false) }))
@@ -196,6 +199,25 @@ func keyNames(g *globals, cmd *cobra.Command) []string {
 		names = append(names, k.Name)
 	}
 	return names
+}
+
+// heldTools is the IDs of the data folder's quarantined definitions:
+// those tools approve is for.
+func heldTools(g *globals, cmd *cobra.Command) []string {
+	path, _, err := g.pinsPath(cmd.Flags().Lookup("config").Value.String())
+	if err != nil {
+		return nil
+	}
+	var ids []string
+	if _, err := quarantine.EachPin(path, func(id string, p *quarantine.Pin) {
+		if p.Hold != nil {
+			ids = append(ids, id)
+		}
+	}); err != nil {
+		return nil
+	}
+	sort.Strings(ids)
+	return ids
 }
 
 // completing says that this process answers the shell's completion

@@ -46,10 +46,21 @@ func TestCompletion(t *testing.T) {
 	if out, err := toolgateCmd(t, dataDir, "keys", "create", "--name", "ci").CombinedOutput(); err != nil {
 		t.Fatalf("keys create: %v\n%s", err, out)
 	}
+	// A held definition and one in force: tools approve offers the held one.
+	sum := strings.Repeat("a", 64)
+	pin := `{"pinned":"` + sum + `","firstSeen":"2026-12-01T00:00:00Z","current":"` + sum + `","seen":"2026-12-01T00:00:00Z"`
+	if err := os.MkdirAll(filepath.Join(dataDir, "quarantine"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dataDir, "quarantine", "pins.json"), []byte(`{"version":1,"tools":{"memory__evil":`+pin+
+		`,"quarantine":{"since":"2026-12-01T00:00:00Z","changed":true}},"memory__fine":`+pin+`}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		args []string
 		want []string
 	}{
+		{[]string{"tools", "approve", ""}, []string{"memory__evil"}},
 		{[]string{"servers", "disable", "-c", cfg, ""}, []string{"memory", "web"}},
 		{[]string{"servers", "restart", "--config", cfg, "m"}, []string{"memory"}},
 		{[]string{"servers", "remove", "-c", cfg, ""}, []string{"memory", "web"}},

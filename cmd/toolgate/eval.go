@@ -122,7 +122,8 @@ Each file is JSON lines, one object a line; a mistake in one is a usage error
 	fl.StringVar(&f.noAnswer, "no-answer", "", "also ask the queries of this file (bench JSONL, e.g. another catalog's) as no-answer queries: their right answer is noMatch")
 	fl.StringVar(&f.learnFrom, "learn-from", "", "learn from this log of (query, relevant tools) in the queries format before evaluating, as if each query had led to its tools (it must share no query with --queries)")
 	fl.Float64Var(&f.minConfidence, "min-confidence", 0, fmt.Sprintf("confidence the best hit needs for the answer not to be noMatch (default %v; 0 or negative: never noMatch)", search.DefaultMinConfidence))
-	fl.Float64SliceVar(&f.thresholds, "thresholds", nil, "also report the abstain rates at each of these minConfidence values (e.g. 0.05,0.07,0.09,0.12), all read from one run at the largest")
+	fl.Float64SliceVar(&f.thresholds, "thresholds", nil, "also report the abstain rates at each of these minConfidence values, a comma-separated `LIST` (e.g. 0.05,0.07,0.09,0.12), all read from one run at the largest")
+	fl.Lookup("thresholds").DefValue = "" // none: --help showed "(default [])"
 	fl.Float64Var(&f.stepWeight, "step-weight", 0, fmt.Sprintf("weight of each part's ranking for a query of several steps, against the whole query's (hybrid; default %v; 0 or negative: whole queries only)", search.DefaultStepWeight))
 	fl.IntVar(&f.limitQueries, "limit-queries", 0, "use only the first N queries (0: all)")
 	fl.IntVar(&f.candidates, "candidates", 0, fmt.Sprintf("top-N of each signal fused by hybrid and rrf (default %d)", search.DefaultCandidates))

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -78,7 +79,7 @@ or the gateway restarts.`,
 	cmd.Flags().IntVarP(&f.n, "lines", "n", 50, "how many of the last lines to print (0: every line kept)")
 	cmd.Flags().BoolVarP(&f.follow, "follow", "f", false, "keep printing new lines as they come")
 	cmd.Flags().StringVar(&f.level, "level", "", "set the gateways' log level first: debug, info, warn or error (with -f, until it ends)")
-	cmd.Flags().StringVarP(&f.config, "config", "c", "", "take the data folder from this config's dataDir")
+	cmd.Flags().StringVarP(&f.config, "config", "c", os.Getenv("TOOLGATE_CONFIG"), "take the data folder from this config's dataDir ($TOOLGATE_CONFIG)")
 	return cmd
 }
 

@@ -12,6 +12,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -89,12 +90,18 @@ func newRootCmd(stop *shutdown.Controller) (*cobra.Command, *globals) {
 		},
 	}
 	root.PersistentFlags().StringVar(&g.dataDir, "data-dir", "", "data folder for the index and caches (default $TOOLGATE_DATA_DIR, the config's dataDir, or ~/.local/share/toolgate)")
-	root.PersistentFlags().StringVar(&g.logLevel, "log-level", envOr("TOOLGATE_LOG_LEVEL", "info"), "log level: debug, info, warn, error (logs go to stderr)")
-	root.PersistentFlags().StringVar(&g.logFormat, "log-format", envOr("TOOLGATE_LOG_FORMAT", "text"), "log format: text (key=value) or json (one object a line)")
+	root.PersistentFlags().StringVar(&g.logLevel, "log-level", envOr("TOOLGATE_LOG_LEVEL", "info"), "log level: debug, info, warn, error (logs go to stderr; $TOOLGATE_LOG_LEVEL)")
+	root.PersistentFlags().StringVar(&g.logFormat, "log-format", envOr("TOOLGATE_LOG_FORMAT", "text"), "log format: text (key=value) or json (one object a line; $TOOLGATE_LOG_FORMAT)")
+	// --version (-v): the build's version and commit, as eval's "run"
+	// and GET /status name them.
+	rev, _ := buildCommit()
+	root.Version = fmt.Sprintf("%s (commit %s)", version, rev)
+	root.SetVersionTemplate("{{.Name}} {{.Version}}\n")
 	for _, add := range subcommands {
 		root.AddCommand(add(g))
 	}
 	usageErrors(root)
+	completions(root, g)
 	return root, g
 }
 
@@ -108,6 +115,17 @@ func usageErrors(root *cobra.Command) {
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return usageError{fmt.Errorf("%s%w%s (see %s --help)", verb(cmd), err, flagMeant(cmd, err), cmd.CommandPath())}
 	})
+	// cobra adds its completion and help commands as the command line is
+	// run: added now, the walk below makes `completion tcsh` a usage error
+	// too (it printed the completion help and exited 0), and help refuses
+	// a topic that is no command (helpTopic).
+	root.InitDefaultCompletionCmd()
+	root.InitDefaultHelpCmd()
+	for _, c := range root.Commands() {
+		if c.Name() == "help" {
+			c.Run, c.RunE = nil, helpTopic
+		}
+	}
 	var walk func(*cobra.Command)
 	walk = func(cmd *cobra.Command) {
 		for _, sub := range cmd.Commands() {
@@ -167,7 +185,38 @@ func flagMeant(cmd *cobra.Command, err error) string {
 	if name, ok := typo.Suggest(typed, names); ok {
 		return fmt.Sprintf(": did you mean --%s?", name)
 	}
-	return argNotFlag(cmd, ne)
+	if s := argNotFlag(cmd, ne); s != "" {
+		return s
+	}
+	return flagOfOthers(cmd, ne.GetSpecifiedName())
+}
+
+// flagOfOthers is ": a flag of toolgate serve" for a flag cmd lacks that
+// other commands take (search --http, status --tools): the newcomer's
+// mistake of a flag read in another command's help. "" when none takes it.
+func flagOfOthers(cmd *cobra.Command, name string) string {
+	if name == "" {
+		return "" // a shorthand: a letter says too little
+	}
+	var owners []string
+	var walk func(*cobra.Command)
+	walk = func(c *cobra.Command) {
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+		if f := c.LocalNonPersistentFlags().Lookup(name); c != cmd && !c.Hidden && f != nil && !f.Hidden {
+			owners = append(owners, c.CommandPath())
+		}
+	}
+	walk(cmd.Root())
+	if len(owners) == 0 {
+		return ""
+	}
+	slices.Sort(owners)
+	if len(owners) > 3 {
+		owners = append(owners[:3], "…")
+	}
+	return ": a flag of " + strings.Join(owners, ", ")
 }
 
 // verb is "keys revoke: " for toolgate keys revoke, "" for toolgate itself
@@ -185,16 +234,39 @@ func unknownVerb(cmd *cobra.Command, args []string) error {
 	if len(args) == 0 {
 		return nil
 	}
-	msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+	return unknownWord(cmd, args[0], "command")
+}
+
+// unknownWord is the usage error of word, given where cmd takes a verb:
+// "unknown command" (or "unknown help topic") with the verb meant.
+func unknownWord(cmd *cobra.Command, word, what string) error {
+	msg := fmt.Sprintf("unknown %s %q for %q", what, word, cmd.CommandPath())
 	if cmd.SuggestionsMinimumDistance <= 0 {
 		cmd.SuggestionsMinimumDistance = 2 // cobra's own default, set only where it suggests itself
 	}
-	if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+	if s := cmd.SuggestionsFor(word); len(s) > 0 {
 		msg += fmt.Sprintf(": did you mean %q?", s[0])
-	} else if flag := argMeant(cmd, args[0]); flag != "" {
+	} else if flag := argMeant(cmd, word); flag != "" && what == "command" {
 		msg += fmt.Sprintf(": did you mean %s?", flag) // toolgate servers c.json
 	}
 	return usageError{fmt.Errorf("%s (see %s --help)", msg, cmd.CommandPath())}
+}
+
+// helpTopic runs `toolgate help TOPIC...`: the help of the command TOPIC
+// names, and a usage error for a word that names no verb of its group
+// (`help serv`, `help keys revok`). cobra's own help command printed
+// toolgate's whole help then, and exited 0. Words after a command that
+// takes arguments are its arguments (`help search list files`).
+func helpTopic(c *cobra.Command, args []string) error {
+	cmd, rest, err := c.Root().Find(args)
+	if err != nil {
+		return usageError{err}
+	}
+	if len(rest) > 0 && cmd.HasSubCommands() {
+		return unknownWord(cmd, rest[0], "help topic")
+	}
+	cmd.InitDefaultHelpFlag() // its -h, --help line
+	return cmd.Help()
 }
 
 // subcommands is filled by each subcommand file's init, so adding a verb
@@ -258,7 +330,7 @@ func (o *oneFile) String() string { return *o.p }
 func (o *oneFile) Type() string   { return "string" }
 
 func (o *oneFile) Set(v string) error {
-	if o.set {
+	if o.set && !completing() { // the completion request's second parse of the same words
 		return fmt.Errorf("%s %s one config file, and --config was given twice (%s, then %s): give it once", o.cmd.CommandPath(), o.verb, *o.p, v)
 	}
 	*o.p, o.set = v, true

@@ -77,7 +77,7 @@ and why each is hidden.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.mode, "mode", "", "ranking: hybrid (default), bm25, vector or rrf (default: the config's toolgate.search.mode)")
+	fl.StringVar(&f.mode, "mode", "", "ranking: hybrid, bm25, vector or rrf (default: the config's toolgate.search.mode, else hybrid)")
 	// The limits of search_tools, whose ranking this command shows.
 	fl.IntVar(&f.limit, "limit", 0, fmt.Sprintf("number of results (default %d or the config's toolgate.search.defaultLimit; at most %d or its maxLimit)", gateway.DefaultLimit, gateway.MaxLimit))
 	fl.StringVar(&f.server, "server", "", "only tools of this server")

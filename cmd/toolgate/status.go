@@ -103,7 +103,7 @@ answers.`,
 		},
 	}
 	cmd.Flags().StringVar(&f.addr, "addr", "", "gateway address host:port or URL (default: the gateways on the data folder, else "+defaultStatusAddr+")")
-	cmd.Flags().StringVarP(&f.config, "config", "c", "", "take the address from this config's toolgate.http.addr, and the data folder from its dataDir")
+	cmd.Flags().StringVarP(&f.config, "config", "c", os.Getenv("TOOLGATE_CONFIG"), "take the address from this config's toolgate.http.addr, and the data folder from its dataDir ($TOOLGATE_CONFIG)")
 	cmd.Flags().StringVar(&f.ca, "ca", "", caFlag)
 	cmd.Flags().BoolVar(&f.asJSON, "json", false, "print the JSON report instead of a table")
 	cmd.Flags().DurationVar(&f.timeout, "timeout", 5*time.Second, "how long to wait for the gateway")

@@ -57,6 +57,11 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 		// The other way round: a flag for what the command takes as its argument.
 		{[]string{"keys", "revoke", "--name", "k1"}, "keys revoke: unknown flag: --name: NAME is an argument, not a flag: toolgate keys revoke NAME"},
 		{[]string{"servers", "remove", "--server", "one", "-c", cfg}, "servers remove: unknown flag: --server: NAME is an argument, not a flag: toolgate servers remove NAME"},
+		// A flag of another command: which commands take it (it said
+		// only "unknown flag").
+		{[]string{"search", "--http", "127.0.0.1:8931", "read file"}, "search: unknown flag: --http: a flag of toolgate serve (see toolgate search --help)"},
+		{[]string{"status", "--tools", "t.jsonl"}, "status: unknown flag: --tools: a flag of toolgate eval, toolgate index (see toolgate status --help)"},
+		{[]string{"keys", "list", "--no-browser"}, "keys list: unknown flag: --no-browser: a flag of toolgate auth login (see"},
 		{[]string{"search", "--limit", "0", "read file"}, "--limit 0: want 1 to 50 (leave it out for the default, 5)"},
 		{[]string{"search", "--limit", "-3", "read file"}, "--limit -3: want 1 to 50 (leave it out for the default, 5)"},
 		{[]string{"--log-level", "loud", "status"}, `--log-level "loud": want debug, info, warn or error`},

@@ -34,20 +34,27 @@ const contentFromBackend = `{"content":[
  {"type":"resource","resource":{"uri":"file:///empty.bin","blob":""}}
 ]}`
 
+// contentGateway is a test gateway whose every tool answers sent, the
+// result of contentFromBackend.
+func contentGateway(t *testing.T) (g *Gateway, sent mcp.CallToolResult) {
+	t.Helper()
+	if err := json.Unmarshal([]byte(contentFromBackend), &sent); err != nil {
+		t.Fatal(err)
+	}
+	g, _ = newTestGateway(t, &fakeCaller{call: func(string, string, map[string]any) (*mcp.CallToolResult, error) {
+		r := sent
+		return &r, nil
+	}})
+	return g, sent
+}
+
 // TestContentRelayedWhole: execute_tool passes every content block of a
 // tool's answer on as the backend wrote it, field for field. An embedded
 // empty text file lost its "text" (go-sdk v1.8.0 writes a resource's text
 // with omitempty), which left a resource with neither text nor blob: the
 // TypeScript SDK's client refused the whole answer (invalid_union).
 func TestContentRelayedWhole(t *testing.T) {
-	var sent mcp.CallToolResult
-	if err := json.Unmarshal([]byte(contentFromBackend), &sent); err != nil {
-		t.Fatal(err)
-	}
-	g, _ := newTestGateway(t, &fakeCaller{call: func(string, string, map[string]any) (*mcp.CallToolResult, error) {
-		r := sent
-		return &r, nil
-	}})
+	g, _ := contentGateway(t)
 	var wire lockedBuffer
 	ct, st := mcp.NewInMemoryTransports()
 	ctx := context.Background()
@@ -139,14 +146,7 @@ func TestEmptyTextResourceFields(t *testing.T) {
 // so the user lost its text and images too. The other blocks, and every
 // block for a client of 2025-06-18 on, are as the backend wrote them.
 func TestContentPerProtocol(t *testing.T) {
-	var sent mcp.CallToolResult
-	if err := json.Unmarshal([]byte(contentFromBackend), &sent); err != nil {
-		t.Fatal(err)
-	}
-	g, _ := newTestGateway(t, &fakeCaller{call: func(string, string, map[string]any) (*mcp.CallToolResult, error) {
-		r := sent
-		return &r, nil
-	}})
+	g, sent := contentGateway(t)
 	const (
 		link  = `Resource link: file:///src/main.rs (name "main.rs", title "Main", text/x-rust, 1234 bytes): Entry point`
 		audio = `Audio left out (audio/wav, 5 bytes): protocol 2024-11-05 has no audio content; a client of protocol 2025-03-26 or later receives it.`

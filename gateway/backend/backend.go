@@ -1205,18 +1205,25 @@ func (b *backend) awaitReopen(ctx context.Context, start time.Time) bool {
 			b.lazy, b.staysDown:
 			return false
 		}
-		ch := b.stateCh
-		b.mu.Unlock()
-		select {
-		case <-ch:
-		case <-wctx.Done():
-		case <-b.ctx.Done():
-		}
-		b.mu.Lock()
-		if wctx.Err() != nil || b.ctx.Err() != nil {
+		if !b.awaitState(wctx) {
 			return false
 		}
 	}
+}
+
+// awaitState waits, with b.mu held (released meanwhile), for the next
+// change of the backend's state; false when ctx ended or the backend was
+// removed or replaced first.
+func (b *backend) awaitState(ctx context.Context) bool {
+	ch := b.stateCh
+	b.mu.Unlock()
+	select {
+	case <-ch:
+	case <-ctx.Done():
+	case <-b.ctx.Done():
+	}
+	b.mu.Lock()
+	return ctx.Err() == nil && b.ctx.Err() == nil
 }
 
 func (b *backend) call(ctx context.Context, tool string, args map[string]any) (*mcp.CallToolResult, error) {

@@ -74,15 +74,7 @@ func (p *Pool) Lists(ctx context.Context, server, tool string) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for b.run == nil && b.state == StateConnecting {
-		ch := b.stateCh
-		b.mu.Unlock()
-		select {
-		case <-ch:
-		case <-ctx.Done():
-		case <-b.ctx.Done():
-		}
-		b.mu.Lock()
-		if ctx.Err() != nil || b.ctx.Err() != nil {
+		if !b.awaitState(ctx) {
 			return false
 		}
 	}

@@ -1104,24 +1104,33 @@ func TestCallCarriesTraceContext(t *testing.T) {
 	}
 }
 
+// heldStart is a pool of one "normal" backend, "fake", started with
+// StartAsync and held connecting (Options.StartAfter) until release is
+// closed.
+func heldStart(t *testing.T) (*Pool, chan struct{}) {
+	t.Helper()
+	release := make(chan struct{})
+	waiting := make(chan struct{})
+	o := testOptions(nil)
+	o.StartAfter = func(ctx context.Context) {
+		close(waiting)
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+	}
+	p := New([]config.Server{backendtest.Command(t, "normal")}, o)
+	t.Cleanup(func() { p.Close() })
+	p.StartAsync(context.Background())
+	<-waiting
+	return p, release
+}
+
 // StartAsync with Options.StartAfter: no backend starts until it returns;
 // a call that needs a backend ends its wait at once.
 func TestStartAfter(t *testing.T) {
 	t.Run("released", func(t *testing.T) {
-		release := make(chan struct{})
-		waiting := make(chan struct{})
-		o := testOptions(nil)
-		o.StartAfter = func(ctx context.Context) {
-			close(waiting)
-			select {
-			case <-release:
-			case <-ctx.Done():
-			}
-		}
-		p := New([]config.Server{backendtest.Command(t, "normal")}, o)
-		t.Cleanup(func() { p.Close() })
-		p.StartAsync(context.Background())
-		<-waiting
+		p, release := heldStart(t)
 		if st := statusOf(t, p, "fake"); st.State != StateConnecting || st.PID != 0 {
 			t.Fatalf("while StartAfter waits: %+v, want connecting with no process", st)
 		}
@@ -1136,20 +1145,7 @@ func TestStartAfter(t *testing.T) {
 	// Lists, for execute_tool's name the catalog lacks, waits as a call
 	// does: a listing of the connection, not of the run before.
 	t.Run("Lists waits for the connection", func(t *testing.T) {
-		release := make(chan struct{})
-		waiting := make(chan struct{})
-		o := testOptions(nil)
-		o.StartAfter = func(ctx context.Context) {
-			close(waiting)
-			select {
-			case <-release:
-			case <-ctx.Done():
-			}
-		}
-		p := New([]config.Server{backendtest.Command(t, "normal")}, o)
-		t.Cleanup(func() { p.Close() })
-		p.StartAsync(context.Background())
-		<-waiting
+		p, release := heldStart(t)
 		ended, cancel := context.WithCancel(context.Background())
 		cancel()
 		if p.Lists(ended, "fake", "echo") {

@@ -67,6 +67,16 @@ func TestRefusedConnectSaid(t *testing.T) {
 	}
 }
 
+// proxyOf is the proxy tr sends a POST to u through ("" for none).
+func proxyOf(tr *http.Transport, u string) (string, error) {
+	req, _ := http.NewRequest(http.MethodPost, u, nil)
+	p, err := tr.Proxy(req)
+	if p == nil {
+		return "", err
+	}
+	return p.String(), err
+}
+
 func TestProxyOfTheEnvironment(t *testing.T) {
 	t.Setenv("HTTPS_PROXY", "")
 	t.Setenv("https_proxy", "http://proxy.corp.example:3128")
@@ -77,14 +87,8 @@ func TestProxyOfTheEnvironment(t *testing.T) {
 		"https://mcp.internal.example/mcp": "", // NO_PROXY
 		"https://localhost:8443/mcp":       "", // loopback: never through a proxy (Go's rule)
 	} {
-		req, _ := http.NewRequest(http.MethodPost, u, nil)
-		p, err := tr.Proxy(req)
-		got := ""
-		if p != nil {
-			got = p.String()
-		}
-		if err != nil || got != want {
-			t.Errorf("proxy of %s = %v, %v; want %q", u, got, err, want)
+		if got, err := proxyOf(tr, u); err != nil || got != want {
+			t.Errorf("proxy of %s = %q, %v; want %q", u, got, err, want)
 		}
 	}
 	if v := Var("https"); v != "https_proxy" {
@@ -130,13 +134,7 @@ func TestIPv6HostsAndTheProxy(t *testing.T) {
 		"http://[::ffff:127.0.0.1]:3000/mcp":   "",
 		"http://[fe80::1%25eth0]:3000/mcp?x=1": "",
 	} {
-		req, _ := http.NewRequest(http.MethodPost, u, nil)
-		p, err := tr.Proxy(req)
-		got := ""
-		if p != nil {
-			got = p.String()
-		}
-		if err != nil || got != want {
+		if got, err := proxyOf(tr, u); err != nil || got != want {
 			t.Errorf("proxy of %s = %q, %v; want %q", u, got, err, want)
 		}
 		pu, _ := url.Parse(u)

@@ -229,8 +229,25 @@ func TestConsoleAccessibilityInBrowser(t *testing.T) {
 	check("dark mode")
 
 	// The gateway gone: the page greys what it shows, still legible.
+	do("count the page's requests", chromedp.Evaluate[chromedp.Void](`(() => {
+		window.__fetches = 0;
+		const f = window.fetch;
+		window.fetch = (...args) => { window.__fetches++; return f(...args); };
+	})()`))
 	stop()
 	poll("the page greyed", `document.querySelector("#backends").classList.contains("stale")`)
+	// The notice, a live region, is written once: each write of the same
+	// words, every 3 s, had a screen reader say them again.
+	do("watch the notice", chromedp.Evaluate[chromedp.Void](`(() => {
+		window.__said = 0; window.__asked = window.__fetches;
+		new MutationObserver((ms) => { window.__said += ms.length; }).observe(document.querySelector("#notice"), { childList: true, characterData: true, subtree: true });
+	})()`))
+	poll("two more refreshes", `window.__fetches >= window.__asked + 2`)
+	var said int
+	eval("the notice's writes", `window.__said`, &said)
+	if said != 0 {
+		t.Errorf("while the gateway did not answer the notice (a live region) was written %d times over two refreshes, want none: a screen reader says it again at each", said)
+	}
 	check("the gateway not answering, dark")
 	if _, err := chromedp.Call(ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "light"}}}); err != nil {
 		t.Fatalf("light mode: %v", err)

@@ -27,10 +27,20 @@ function el(tag, attrs, ...children) {
   return e;
 }
 
+// notice says msg in the page's notice, a live region: a screen reader
+// says each write, so an action's outcome is said again when the action
+// is (a wrong key twice).
 function notice(msg, isError) {
   const n = $("notice");
   n.textContent = msg || "";
   n.classList.toggle("error", !!isError);
+}
+
+// refreshNotice is notice for what the refresh every 3 s finds: written
+// only when its words change, else a screen reader said "does not answer"
+// again every 3 s while the gateway was gone.
+function refreshNotice(msg, isError) {
+  if ($("notice").textContent !== (msg || "")) notice(msg, isError);
 }
 
 async function api(path, opts) {
@@ -362,11 +372,11 @@ async function refreshState() {
     if (e instanceof TypeError) { // fetch itself failed: no answer at all
       unreachableSince = unreachableSince || new Date();
       markStale(true);
-      notice("The gateway at " + location.host + " does not answer (since " + unreachableSince.toLocaleTimeString() +
+      refreshNotice("The gateway at " + location.host + " does not answer (since " + unreachableSince.toLocaleTimeString() +
         "): what the page shows is as of then. Trying again every 3 s.", true);
     } else {
       refreshFailed = true;
-      notice("Could not refresh: " + e.message, true);
+      refreshNotice("Could not refresh: " + e.message, true);
     }
     return;
   }

@@ -163,6 +163,13 @@ func TestConsoleAccessibilityInBrowser(t *testing.T) {
 	do("clear the key", chromedp.Evaluate[chromedp.Void](`document.querySelector("#login-key").value = ""`))
 	logIn()
 	check("the backends and the catalog")
+	// No landmark a screen reader lists is empty: the search results'
+	// region shows with the first search's results.
+	var empty []string
+	eval("the empty regions", `[...document.querySelectorAll("[role=region]")].filter((r) => r.checkVisibility() && !r.querySelector("tbody tr")).map((r) => r.getAttribute("aria-label"))`, &empty)
+	if len(empty) > 0 {
+		t.Errorf("before a search the page shows the regions %q with nothing in them", empty)
+	}
 
 	cctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()

@@ -440,7 +440,7 @@ function renderSearch(ans) {
       t.clause ? el("div", { class: "clause" }, "for the step “" + t.clause + "”") : null,
       el("div", { class: "muted" }, t.description)),
     ...cols.map(([k]) => el("td", { class: "num" }, typeof t[k] === "number" ? t[k].toFixed(3) : "")))));
-  $("search-table").hidden = false;
+  $("search-results").hidden = false; // no empty region before the first search
   keyboardScroll();
   $("search-summary").textContent = count(ans.tools.length, "tool") + " for “" + ans.query + "”" + (ans.server ? " of " + ans.server : "") + " (mode " + ans.mode + ", " + ans.tookMs.toFixed(1) + " ms)" +
     (ans.noMatch ? ": no tool reaches the minimum confidence (search_tools answers noMatch), these are only the closest" : "");

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs the MCP servers of the bundled example config (examples/toolgate.json)
+# Installs the MCP servers of the bundled example config (examples/toolgate.json),
+# and axe-core, which the console's accessibility test runs in Chromium,
 # into examples/servers/node_modules from the committed package-lock.json, with
 # exact pinned versions and integrity hashes, so that starting the gateway never
 # depends on npx fetching packages at run time. Also creates examples/sandbox/,
@@ -50,6 +51,8 @@ else
     f="$servers/node_modules/@modelcontextprotocol/$pkg/dist/index.js"
     [ -f "$f" ] || { echo "install-servers: $f missing after npm ci" >&2; exit 1; }
   done
+  f="$servers/node_modules/axe-core/axe.min.js"
+  [ -f "$f" ] || { echo "install-servers: $f missing after npm ci" >&2; exit 1; }
   echo "$want" > "$stamp"
 fi
 

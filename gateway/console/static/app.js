@@ -27,10 +27,20 @@ function el(tag, attrs, ...children) {
   return e;
 }
 
+// notice says msg in the page's notice, a live region: a screen reader
+// says each write, so an action's outcome is said again when the action
+// is (a wrong key twice).
 function notice(msg, isError) {
   const n = $("notice");
   n.textContent = msg || "";
   n.classList.toggle("error", !!isError);
+}
+
+// refreshNotice is notice for what the refresh every 3 s finds: written
+// only when its words change, else a screen reader said "does not answer"
+// again every 3 s while the gateway was gone.
+function refreshNotice(msg, isError) {
+  if ($("notice").textContent !== (msg || "")) notice(msg, isError);
 }
 
 async function api(path, opts) {
@@ -120,6 +130,20 @@ async function latest(kind, path) {
   }
 }
 
+// keyboardScroll lets the keyboard reach each box that scrolls (a table
+// wider than a phone, an input schema longer than its box): such a box is
+// in the tab order (tabindex 0), so its arrow keys scroll it; a box that
+// fits is left out, no empty stop on the way (axe-core's
+// scrollable-region-focusable, WCAG 2.1.1).
+function keyboardScroll() {
+  for (const b of document.querySelectorAll(".scroll, #catalog-list pre")) {
+    const scrolls = b.scrollWidth > b.clientWidth + 1 || b.scrollHeight > b.clientHeight + 1;
+    if (scrolls) b.tabIndex = 0;
+    else b.removeAttribute("tabindex");
+  }
+}
+window.addEventListener("resize", keyboardScroll);
+
 // ---- login ----
 
 function showLogin(on) {
@@ -141,13 +165,21 @@ function syncNav() {
 
 $("login-form").addEventListener("submit", async (ev) => {
   ev.preventDefault();
+  const field = $("login-key");
   try {
-    await api("api/login", { method: "POST", body: JSON.stringify({ key: $("login-key").value }) });
+    await api("api/login", { method: "POST", body: JSON.stringify({ key: field.value }) });
     location.reload();
   } catch (e) {
     notice("Login failed: " + e.message, true);
+    // The field says it was refused, and why (the notice), to a screen
+    // reader on it; the focus goes back to it for another key.
+    field.setAttribute("aria-invalid", "true");
+    field.setAttribute("aria-describedby", "notice");
+    field.focus();
   }
 });
+
+$("login-key").addEventListener("input", () => $("login-key").removeAttribute("aria-invalid"));
 
 $("logout").addEventListener("click", async () => {
   try { await api("api/logout", { method: "POST" }); } catch (e) { /* reloads to the login anyway */ }
@@ -282,6 +314,7 @@ function renderState(st) {
       if (b) b.focus();
     }
   }
+  keyboardScroll();
   const warnings = [...(st.warnings || []), ...healthWarnings(st)];
   $("backend-warnings").hidden = !warnings.length;
   $("backend-warnings").replaceChildren(...warnings.map((w) => el("li", {}, w)));
@@ -294,6 +327,7 @@ function renderState(st) {
     el("td", {}, el("span", { class: "outcome-" + c.outcome }, c.outcome)),
     el("td", { class: "num" }, c.durationMs.toFixed(1) + " ms"),
     el("td", { class: "err" }, c.error || ""))) : [el("tr", {}, el("td", { colspan: 5, class: "muted" }, "No tool calls yet."))]));
+  keyboardScroll();
 
   const facts = [
     ["Catalog generation", st.catalogGeneration],
@@ -338,11 +372,11 @@ async function refreshState() {
     if (e instanceof TypeError) { // fetch itself failed: no answer at all
       unreachableSince = unreachableSince || new Date();
       markStale(true);
-      notice("The gateway at " + location.host + " does not answer (since " + unreachableSince.toLocaleTimeString() +
+      refreshNotice("The gateway at " + location.host + " does not answer (since " + unreachableSince.toLocaleTimeString() +
         "): what the page shows is as of then. Trying again every 3 s.", true);
     } else {
       refreshFailed = true;
-      notice("Could not refresh: " + e.message, true);
+      refreshNotice("Could not refresh: " + e.message, true);
     }
     return;
   }
@@ -406,7 +440,8 @@ function renderSearch(ans) {
       t.clause ? el("div", { class: "clause" }, "for the step “" + t.clause + "”") : null,
       el("div", { class: "muted" }, t.description)),
     ...cols.map(([k]) => el("td", { class: "num" }, typeof t[k] === "number" ? t[k].toFixed(3) : "")))));
-  $("search-table").hidden = false;
+  $("search-results").hidden = false; // no empty region before the first search
+  keyboardScroll();
   $("search-summary").textContent = count(ans.tools.length, "tool") + " for “" + ans.query + "”" + (ans.server ? " of " + ans.server : "") + " (mode " + ans.mode + ", " + ans.tookMs.toFixed(1) + " ms)" +
     (ans.noMatch ? ": no tool reaches the minimum confidence (search_tools answers noMatch), these are only the closest" : "");
 }
@@ -444,6 +479,13 @@ function fillServers(sel, servers) {
   sel.value = servers.includes(chosen) ? chosen : "";
 }
 
+// catalogSummary says how many tools the catalog shows (a live region: a
+// screen reader says the count a filter left), written only when it
+// changed, so a refresh that draws the same catalog says nothing.
+function catalogSummary(text) {
+  if ($("catalog-summary").textContent !== text) $("catalog-summary").textContent = text;
+}
+
 let catalogTimer = 0;
 // The tools whose input schema the operator opened: open still once the
 // catalog is drawn again (a refresh, a filter).
@@ -457,32 +499,39 @@ async function loadCatalog() {
     // The servers whose tools the caller may see, in the catalog's
     // filter and in the playground's.
     for (const id of ["catalog-server", "server"]) fillServers($(id), ans.servers);
-    $("catalog-summary").textContent = (ans.matched === ans.total ? count(ans.total, "tool") : ans.matched + " of " + count(ans.total, "tool") + " match") +
-      (ans.tools.length < ans.matched ? " (the first " + ans.tools.length + " shown: filter by name or server for the others)" : "");
+    catalogSummary((ans.matched === ans.total ? count(ans.total, "tool") : ans.matched + " of " + count(ans.total, "tool") + " match") +
+      (ans.tools.length < ans.matched ? " (the first " + ans.tools.length + " shown: filter by name or server for the others)" : ""));
     // The schemas open now, read as the list is replaced (a toggle event
     // would come later than a redraw already under way).
     for (const d of $("catalog-list").querySelectorAll("li[data-tool] > details")) {
       if (d.open) openSchemas.add(d.parentElement.dataset.tool);
       else openSchemas.delete(d.parentElement.dataset.tool);
     }
-    // A keyboard user's focus on a schema's summary moves to the same
-    // tool's in the new list.
+    // A keyboard user's focus on a schema's summary (or on the schema,
+    // scrolled with the arrow keys) moves to the same tool's in the new list.
     const f = document.activeElement;
-    const focused = f && f.tagName === "SUMMARY" && f.closest("#catalog-list") ? f.closest("li").dataset.tool : null;
+    const part = f && (f.tagName === "SUMMARY" || f.tagName === "PRE") && f.closest("#catalog-list") ? f.tagName.toLowerCase() : null;
+    const focused = part ? f.closest("li").dataset.tool : null;
     $("catalog-list").replaceChildren(...ans.tools.map((t) => el("li", { "data-tool": t.name },
       el("code", {}, t.name), t.title ? " " + t.title : null,
       t.unavailable ? el("span", { class: "unavailable" }, " unavailable: " + t.unavailable) : null,
       el("p", { class: "desc" }, t.description),
-      el("details", { open: openSchemas.has(t.name) }, el("summary", {}, "Input schema"), el("pre", { class: "mono" }, JSON.stringify(t.inputSchema || {}, null, 2))))));
-    if (focused) $("catalog-list").querySelector('li[data-tool="' + CSS.escape(focused) + '"] summary')?.focus();
+      // Named with its tool: a screen reader going from control to
+      // control heard "Input schema" for each tool alike.
+      el("details", { open: openSchemas.has(t.name) }, el("summary", {}, "Input schema", el("span", { class: "sr" }, " of " + t.name)),
+        el("pre", { class: "mono", "aria-label": "Input schema of " + t.name }, JSON.stringify(t.inputSchema || {}, null, 2))))));
+    keyboardScroll();
+    if (focused) $("catalog-list").querySelector('li[data-tool="' + CSS.escape(focused) + '"] ' + part)?.focus();
   } catch (e) {
-    $("catalog-summary").textContent = "Could not load the catalog: " + e.message;
+    catalogSummary("Could not load the catalog: " + e.message);
   }
 }
 
 $("catalog-form").addEventListener("submit", (ev) => { ev.preventDefault(); loadCatalog(); });
 $("catalog-filter").addEventListener("input", () => { clearTimeout(catalogTimer); catalogTimer = setTimeout(loadCatalog, 200); });
 $("catalog-server").addEventListener("change", loadCatalog);
+// A schema opened may scroll (toggle does not bubble: caught on its way down).
+$("catalog-list").addEventListener("toggle", keyboardScroll, true);
 
 // ---- start ----
 

@@ -135,3 +135,9 @@ func (e *Engine) SearchWhole(ctx context.Context, q Query) (Result, error) {
 	}
 	return Result{Hits: hits, Mode: mode}, nil
 }
+
+// SearchSlots is how many searches an Engine runs at once.
+func SearchSlots() int { return searchSlots() }
+
+// Queued is how many searches wait for one of e's slots.
+func (e *Engine) Queued() int { return int(e.queued.Load()) }

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -267,13 +268,29 @@ type Engine struct {
 	firstWait  atomic.Pointer[firstWait]
 	stop       context.Context
 	stopCancel context.CancelFunc
+
+	// slots bounds the searches that run at once (searchSlots); the
+	// others wait their turn, first come first served, holding nothing
+	// of the index yet. queued counts those waiting.
+	slots  chan struct{}
+	queued atomic.Int64
 }
+
+// searchSlots is how many searches run at once: the cores, and at least
+// two, so that one search's keyword half and ranking run while another's
+// query is embedded. More would not search faster (serve embeds on one
+// ONNX Runtime session, one query after another), but each search holds
+// the keyword half's scores of every tool (16 bytes a tool) from its
+// start until its query is embedded: 256 HTTP clients searching a
+// 10,000-tool gateway at once held 48 MiB of them, waiting for the
+// session (toolgate-bench --sections team).
+func searchSlots() int { return max(2, runtime.GOMAXPROCS(0)) }
 
 // New returns an Engine over ix (which it now owns and closes). emb embeds
 // queries; nil means BM25 only (degraded).
 func New(ix *index.Index, emb index.Embedder, opts *Options) *Engine {
 	o := opts.checked()
-	e := &Engine{emb: emb, log: o.Logger}
+	e := &Engine{emb: emb, log: o.Logger, slots: make(chan struct{}, searchSlots())}
 	e.opts.Store(&o)
 	e.stop, e.stopCancel = context.WithCancel(context.Background())
 	e.cur.Store(newSnapshot(ix))
@@ -506,6 +523,16 @@ func (e *Engine) Search(ctx context.Context, q Query) (Result, error) {
 		mode = e.options().Mode
 	}
 	limit := q.limit()
+
+	e.queued.Add(1)
+	select {
+	case e.slots <- struct{}{}:
+		e.queued.Add(-1)
+	case <-ctx.Done():
+		e.queued.Add(-1)
+		return Result{}, ctx.Err()
+	}
+	defer func() { <-e.slots }()
 
 	s := e.acquire()
 	if s == nil {

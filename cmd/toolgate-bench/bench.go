@@ -50,9 +50,14 @@ type benchFlags struct {
 	clientTools int
 	// soakSessions is how many client sessions the soak section runs.
 	soakSessions int
+	// teamTools is the synthetic catalog size of the team section.
+	teamTools int
+	// teamClients are the numbers of HTTP clients searching at once in
+	// the team section, comma-separated.
+	teamClients string
 }
 
-var benchSections = []string{"index", "search", "execute", "startup", "tokens", "client", "soak"}
+var benchSections = []string{"index", "search", "execute", "startup", "tokens", "client", "soak", "team"}
 
 func (f *benchFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
@@ -67,21 +72,24 @@ func (f *benchFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.toolgate, "toolgate", defaultToolgate(), "the toolgate binary measured as the gateway (execute, startup, client)")
 	fl.IntVar(&f.clientTools, "client-tools", 10000, "synthetic catalog size of the client section (issue 18's five figures)")
 	fl.IntVar(&f.soakSessions, "soak-sessions", 2000, "client sessions of the soak section, after its warm-up")
+	fl.IntVar(&f.teamTools, "team-tools", 10000, "synthetic catalog size of the team section (beside the bundled --config)")
+	fl.StringVar(&f.teamClients, "team-clients", "1,4,16,64", "numbers of HTTP clients searching at once in the team section")
 }
 
 // row is one line of the table.
 type row struct{ section, name, value, note string }
 
 type bench struct {
-	g        *globals
-	f        benchFlags
-	log      func(format string, args ...any)
-	rows     []row
-	work     string
-	self     string          // this binary: the synthetic backends run it
-	toolgate string          // the gateway binary measured
-	emb      *embed.Embedder // queries: uncached, so every query is embedded
-	cached   *embed.Cached   // tool texts, shared by every section
+	g           *globals
+	f           benchFlags
+	log         func(format string, args ...any)
+	rows        []row
+	work        string
+	self        string          // this binary: the synthetic backends run it
+	toolgate    string          // the gateway binary measured
+	teamClients []int           // --team-clients
+	emb         *embed.Embedder // queries: uncached, so every query is embedded
+	cached      *embed.Cached   // tool texts, shared by every section
 }
 
 func (b *bench) add(section, name, value, note string) {
@@ -109,17 +117,27 @@ func runBench(ctx context.Context, g *globals, f benchFlags, out io.Writer) erro
 		}
 		sizes = append(sizes, n)
 	}
-	if f.queries < 8 || f.calls < 16 || f.embedMax < 1 || f.repeats < 1 || (want["client"] && f.clientTools < 1) || (want["soak"] && f.soakSessions < 10) {
-		return usageError{errors.New("--queries ≥ 8, --calls ≥ 16, --embed-max ≥ 1, --repeats ≥ 1, --client-tools ≥ 1, --soak-sessions ≥ 10")}
+	if f.queries < 8 || f.calls < 16 || f.embedMax < 1 || f.repeats < 1 || (want["client"] && f.clientTools < 1) || (want["soak"] && f.soakSessions < 10) || (want["team"] && f.teamTools < 1) {
+		return usageError{errors.New("--queries ≥ 8, --calls ≥ 16, --embed-max ≥ 1, --repeats ≥ 1, --client-tools ≥ 1, --soak-sessions ≥ 10, --team-tools ≥ 1")}
+	}
+	var teamClients []int
+	if want["team"] {
+		for s := range strings.SplitSeq(f.teamClients, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(s))
+			if err != nil || n <= 0 {
+				return usageError{fmt.Errorf("--team-clients: %q is not a positive number of clients", s)}
+			}
+			teamClients = append(teamClients, n)
+		}
 	}
 	self, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("find this binary: %w", err)
 	}
-	b := &bench{g: g, f: f, self: self, log: func(format string, args ...any) {
+	b := &bench{g: g, f: f, self: self, teamClients: teamClients, log: func(format string, args ...any) {
 		fmt.Fprintf(os.Stderr, "bench: "+format+"\n", args...)
 	}}
-	if want["execute"] || want["startup"] || want["client"] || want["soak"] {
+	if want["execute"] || want["startup"] || want["client"] || want["soak"] || want["team"] {
 		if b.toolgate, err = exec.LookPath(f.toolgate); err != nil {
 			return usageError{fmt.Errorf("--toolgate %s: %w (build it with `make build`, or name the toolgate binary to measure)", f.toolgate, err)}
 		}
@@ -166,6 +184,7 @@ func runBench(ctx context.Context, g *globals, f benchFlags, out io.Writer) erro
 		{"tokens", b.tokens},
 		{"client", b.client},
 		{"soak", b.soak},
+		{"team", b.team},
 	}
 	for _, s := range steps {
 		if !want[s.name] {
@@ -779,19 +798,8 @@ func (s *syncBuffer) String() string {
 // embedArgs passes this command's embedder settings on to serve.
 func (b *bench) embedArgs() []string { return b.g.embedFlags.Args(b.g.DataDir()) }
 
-func vmHWM(pid int) int64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for l := range strings.SplitSeq(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(l, "VmHWM:"); ok {
-			n, _ := strconv.ParseInt(strings.Fields(rest)[0], 10, 64)
-			return n
-		}
-	}
-	return 0
-}
+// vmHWM is the process's peak RSS in KiB.
+func vmHWM(pid int) int64 { return procStatus(pid, "VmHWM:") }
 
 // ---- section: tokens ----
 

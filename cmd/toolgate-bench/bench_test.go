@@ -61,8 +61,8 @@ func benchGlobals(t *testing.T) *globals {
 // figures themselves are never asserted.
 func TestBenchSmoke(t *testing.T) {
 	g := benchGlobals(t)
-	f := benchFlags{sections: "search,execute,tokens,client,soak", sizes: "100", queries: 8, calls: 16, embedMax: 50, repeats: 1,
-		clientTools: 40, soakSessions: 20, workDir: t.TempDir(), toolgate: buildToolgate(t)}
+	f := benchFlags{sections: "search,execute,tokens,client,soak,team", sizes: "100", queries: 8, calls: 16, embedMax: 50, repeats: 1,
+		clientTools: 40, soakSessions: 20, teamTools: 40, teamClients: "1,2", workDir: t.TempDir(), toolgate: buildToolgate(t)}
 	var out bytes.Buffer
 	if err := runBench(context.Background(), g, f, &out); err != nil {
 		if strings.Contains(err.Error(), "needs the embedding model") {
@@ -85,6 +85,8 @@ func TestBenchSmoke(t *testing.T) {
 		"resident memory of serve", "2 of them also restarting a backend", "learned pairs of serve", "learn/ on disk of serve",
 		"cache/ Badger files", "audit/ on disk of serve", "audit records written / lost; audit files",
 		"serve's log on stderr at the default level", "learned pairs before a restart → after it → after 50 more sessions",
+		"| team ", "40 synthetic tools, 1 HTTP client(s) at once: search p50 / p99; serve's VmHWM", "40 synthetic tools, 2 HTTP client(s) at once",
+		"one API key a client", "serve's threads ≤ ",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, out.String())
@@ -101,6 +103,8 @@ func TestBenchUsage(t *testing.T) {
 		{sections: "execute", sizes: "100", queries: 8, calls: 16, embedMax: 1, repeats: 1, toolgate: missing},
 		{sections: "client", sizes: "100", queries: 8, calls: 16, embedMax: 1, repeats: 1, clientTools: 0},
 		{sections: "soak", sizes: "100", queries: 8, calls: 16, embedMax: 1, repeats: 1, soakSessions: 5},
+		{sections: "team", sizes: "100", queries: 8, calls: 16, embedMax: 1, repeats: 1, teamTools: 0, teamClients: "1"},
+		{sections: "team", sizes: "100", queries: 8, calls: 16, embedMax: 1, repeats: 1, teamTools: 40, teamClients: "1,many"},
 	} {
 		var ue usageError
 		err := runBench(context.Background(), &globals{}, f, &bytes.Buffer{})

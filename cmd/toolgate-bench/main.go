@@ -50,7 +50,7 @@ func newRootCmd() *cobra.Command {
 	g := &globals{}
 	f := benchFlags{}
 	cmd := &cobra.Command{
-		Use:   "toolgate-bench [--sections index,search,execute,startup,tokens,client,soak] [--sizes 100,1000,10000,50000]",
+		Use:   "toolgate-bench [--sections index,search,execute,startup,tokens,client,soak,team] [--sizes 100,1000,10000,50000]",
 		Short: "Measure search latency, execute_tool overhead, indexing, start-up, memory and token economy; print one table",
 		Long: `Run the performance suite on synthetic catalogs (index/indextest, fixed seed)
 and print one table. Every process measured is real: the backends are this
@@ -73,7 +73,11 @@ of the tool it ranked first, every tenth restarting, disabling and enabling
 a backend: its goroutines, open descriptors, heap and resident memory from
 its GET /metrics, its learned pairs and its data folder's stores on disk,
 after a warm-up, at each fifth and at the end; its log per session; then a
-restart, which must keep every learned pair).
+restart, which must keep every learned pair), team ("toolgate serve
+--http" as a team's shared gateway, on the bundled --config and on
+--team-tools synthetic tools: 1, 4, 16 and 64 HTTP clients searching at
+once, one API key each, every query new; search p50/p99, serve's VmHWM and
+threads, and the load average, a fresh serve for each).
 
 Real MiniLM vectors are computed for at most --embed-max tools of a catalog;
 a larger catalog reuses those vectors for its other tools (the search cost

@@ -139,7 +139,8 @@ func TestStatusWithLoopStats(t *testing.T) {
 // The "search" section says how searches rank, and "learning" what they
 // learned from, under the keys scripts read.
 func TestStatusSearch(t *testing.T) {
-	st := &search.State{Mode: search.ModeBM25, Configured: search.ModeHybrid, BM25Only: true, Reason: "model file not found: install it with toolgate models fetch"}
+	st := &search.State{Mode: search.ModeBM25, Configured: search.ModeHybrid, BM25Only: true, Reason: "model file not found: install it with toolgate models fetch",
+		Running: 2, Waiting: 3, Slots: 2}
 	rec := httptest.NewRecorder()
 	learning := &LearningStatus{Holder: "pid 4242 (stdio)", Pairs: 3, Tools: 2}
 	StatusHandler(fakeStatus{}, &StatusOptions{Search: func() *search.State { return st }, Learning: func() *LearningStatus { return learning }}).
@@ -151,7 +152,8 @@ func TestStatusSearch(t *testing.T) {
 	if err := json.Unmarshal(rec.Body.Bytes(), &raw); err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]any{"mode": "bm25", "configuredMode": "hybrid", "bm25Only": true, "reason": st.Reason}
+	want := map[string]any{"mode": "bm25", "configuredMode": "hybrid", "bm25Only": true, "reason": st.Reason,
+		"running": 2.0, "waiting": 3.0, "slots": 2.0}
 	if diff := cmp.Diff(want, raw.Search); diff != "" {
 		t.Errorf("search section (-want +got):\n%s", diff)
 	}

@@ -138,6 +138,3 @@ func (e *Engine) SearchWhole(ctx context.Context, q Query) (Result, error) {
 
 // SearchSlots is how many searches an Engine runs at once.
 func SearchSlots() int { return searchSlots() }
-
-// Queued is how many searches wait for one of e's slots.
-func (e *Engine) Queued() int { return int(e.queued.Load()) }

@@ -433,6 +433,14 @@ type State struct {
 	// the embedder says so.
 	BM25Only bool   `json:"bm25Only,omitempty"`
 	Reason   string `json:"reason,omitempty"`
+	// Running counts the searches ranking now, at most Slots of them
+	// (Engine.Search bounds them); Waiting those waiting for a slot, first
+	// come first served. Waiting above 0 for long says the gateway gets
+	// more searches than it ranks: each waits about Waiting/Slots
+	// searches' time on top of its own.
+	Running int `json:"running"`
+	Waiting int `json:"waiting"`
+	Slots   int `json:"slots"`
 }
 
 // State says how the engine ranks a query that names no mode now, and
@@ -441,7 +449,7 @@ type State struct {
 // rather than its consequence, and a query embedding that failed last.
 func (e *Engine) State() State {
 	mode := e.options().Mode
-	st := State{Mode: mode, Configured: mode}
+	st := State{Mode: mode, Configured: mode, Running: len(e.slots), Waiting: int(e.queued.Load()), Slots: cap(e.slots)}
 	if !st.Configured.NeedsVectors() {
 		return st
 	}

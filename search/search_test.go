@@ -138,7 +138,7 @@ func TestSearchModes(t *testing.T) {
 		t.Fatalf("Degraded() = true (%s), want false", why)
 	}
 	want := search.State{Mode: search.ModeHybrid, Configured: search.ModeHybrid, Model: "test/hash-bow"}
-	if st := e.State(); st != want {
+	if st := idleState(t, e); st != want {
 		t.Errorf("State() = %+v, want %+v", st, want)
 	}
 	ctx := context.Background()
@@ -246,7 +246,7 @@ func TestDegraded(t *testing.T) {
 				t.Errorf("Degraded() = %v, %q; want true and a reason", d, why)
 			}
 			want := search.State{Mode: search.ModeBM25, Configured: search.ModeHybrid, BM25Only: true, Reason: why}
-			if st := e.State(); st != want {
+			if st := idleState(t, e); st != want {
 				t.Errorf("State() = %+v, want %+v", st, want)
 			}
 			for _, mode := range search.Modes {
@@ -307,12 +307,12 @@ func TestStateReason(t *testing.T) {
 	e := search.New(build(t, testCatalog, nil), emb, nil)
 	defer e.Close()
 	want := search.State{Mode: search.ModeBM25, Configured: search.ModeHybrid, BM25Only: true, Reason: why}
-	if st := e.State(); st != want {
+	if st := idleState(t, e); st != want {
 		t.Errorf("State() = %+v, want %+v", st, want)
 	}
 	bm := search.New(build(t, testCatalog, nil), nil, &search.Options{Mode: search.ModeBM25})
 	defer bm.Close()
-	if st, want := bm.State(), (search.State{Mode: search.ModeBM25, Configured: search.ModeBM25}); st != want {
+	if st, want := idleState(t, bm), (search.State{Mode: search.ModeBM25, Configured: search.ModeBM25}); st != want {
 		t.Errorf("configured bm25: State() = %+v, want %+v", st, want)
 	}
 }
@@ -329,7 +329,7 @@ func TestStateModelNotLoadedOverIndexWithVectors(t *testing.T) {
 	e := search.New(build(t, testCatalog, &hashEmbedder{}), emb, nil)
 	defer e.Close()
 	want := search.State{Mode: search.ModeBM25, Configured: search.ModeHybrid, BM25Only: true, Reason: why}
-	if st := e.State(); st != want {
+	if st := idleState(t, e); st != want {
 		t.Errorf("State() = %+v, want %+v", st, want)
 	}
 }
@@ -579,3 +579,16 @@ type noPairs struct{}
 
 func (*noPairs) Generation() uint64        { return 0 }
 func (*noPairs) Pairs() []search.UsagePair { return nil }
+
+// idleState is e.State() of an engine no search runs on: none running or
+// waiting, and at least two slots; those counts are then zeroed, for
+// comparing the rest.
+func idleState(t *testing.T, e *search.Engine) search.State {
+	t.Helper()
+	st := e.State()
+	if st.Running != 0 || st.Waiting != 0 || st.Slots < 2 {
+		t.Errorf("State() of an idle engine: running %d, waiting %d, slots %d; want 0, 0 and at least 2", st.Running, st.Waiting, st.Slots)
+	}
+	st.Running, st.Waiting, st.Slots = 0, 0, 0
+	return st
+}

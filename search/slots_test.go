@@ -49,14 +49,15 @@ func TestSearchesBounded(t *testing.T) {
 		})
 	}
 	// Every search is either in the embedder or waiting for a slot.
-	for emb.inside.Load()+int64(e.Queued()) != int64(n) {
+	for emb.inside.Load()+int64(e.State().Waiting) != int64(n) {
 		runtime.Gosched()
 	}
 	if got := emb.most.Load(); got > int64(slots) {
 		t.Errorf("%d searches embedding at once, want at most the engine's %d slots", got, slots)
 	}
-	if q := e.Queued(); q != n-slots {
-		t.Errorf("%d searches waiting, want %d", q, n-slots)
+	// What GET /status and toolgate_search_{running,waiting} show.
+	if st := e.State(); st.Waiting != n-slots || st.Running != slots || st.Slots != slots {
+		t.Errorf("State(): %d searches running, %d waiting, %d slots; want %d, %d and %d", st.Running, st.Waiting, st.Slots, slots, n-slots, slots)
 	}
 	close(emb.release)
 	wg.Wait()
@@ -65,7 +66,7 @@ func TestSearchesBounded(t *testing.T) {
 			t.Errorf("search %d: %v", i, err)
 		}
 	}
-	if q := e.Queued(); q != 0 {
+	if q := e.State().Waiting; q != 0 {
 		t.Errorf("%d searches still waiting", q)
 	}
 }
@@ -92,7 +93,7 @@ func TestSearchWaitCanceled(t *testing.T) {
 		_, err := e.Search(ctx, search.Query{Text: "write a file"})
 		done <- err
 	}()
-	for e.Queued() != 1 {
+	for e.State().Waiting != 1 {
 		runtime.Gosched()
 	}
 	cancel()

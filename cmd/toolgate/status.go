@@ -688,7 +688,7 @@ func printSchemaFlaws(w io.Writer, f *gateway.SchemaFlaws) {
 }
 
 // printRanking prints how searches rank: "search: hybrid (model …)", or
-// BM25 only, why and the fix.
+// BM25 only, why and the fix; and searches waiting for a slot, if any.
 func printRanking(w io.Writer, st *search.State) {
 	switch {
 	case st.BM25Only:
@@ -697,6 +697,9 @@ func printRanking(w io.Writer, st *search.State) {
 		fmt.Fprintf(w, "search: %s (model %s)\n", st.Mode, st.Model)
 	default:
 		fmt.Fprintf(w, "search: %s\n", st.Mode)
+	}
+	if st.Waiting > 0 {
+		fmt.Fprintf(w, "searches: %d ranking, %d waiting for one of %d slots\n", st.Running, st.Waiting, st.Slots)
 	}
 }
 

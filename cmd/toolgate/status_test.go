@@ -18,6 +18,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/live"
 	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/internal/storage"
+	"github.com/toolgate/toolgate/search"
 )
 
 type statusSource []backend.Status
@@ -311,5 +312,24 @@ func TestStatusQuarantinedEscaped(t *testing.T) {
 	got := out.String()
 	if strings.ContainsAny(got, "\x1b\a") || !strings.Contains(got, `quarantined: "e2__x\x1b]0;pwned\a\x1b[2Jy", e2__ok, "e2__a, e2__b", "e2__c: d" (`) {
 		t.Errorf("toolgate status:\n%q", got)
+	}
+}
+
+// toolgate status says how searches rank and, only when some wait for a
+// slot, how many rank and wait.
+func TestPrintRankingWaiting(t *testing.T) {
+	for _, tt := range []struct {
+		st   search.State
+		want string
+	}{
+		{search.State{Mode: search.ModeHybrid, Model: "m", Running: 1, Slots: 2}, "search: hybrid (model m)\n"},
+		{search.State{Mode: search.ModeHybrid, Model: "m", Running: 2, Waiting: 7, Slots: 2},
+			"search: hybrid (model m)\nsearches: 2 ranking, 7 waiting for one of 2 slots\n"},
+	} {
+		var b bytes.Buffer
+		printRanking(&b, &tt.st)
+		if b.String() != tt.want {
+			t.Errorf("printRanking(%+v) = %q, want %q", tt.st, b.String(), tt.want)
+		}
 	}
 }

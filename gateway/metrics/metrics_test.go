@@ -119,7 +119,7 @@ func newTest() *Metrics {
 		Loop:       fakeLoop(4),
 		EmbedCache: func() CacheCounts { return CacheCounts{Hits: 7, Misses: 3, Dropped: 20} },
 		Search: func() *search.State {
-			return &search.State{Mode: search.ModeBM25, Configured: search.ModeHybrid, BM25Only: true, Reason: "no model"}
+			return &search.State{Mode: search.ModeBM25, Configured: search.ModeHybrid, BM25Only: true, Reason: "no model", Running: 2, Waiting: 5, Slots: 2}
 		},
 		CertNotAfter: func() *time.Time {
 			t := time.Date(2027, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -302,6 +302,12 @@ toolgate_embedding_cache_dropped_total 20
 # HELP toolgate_search_bm25_only 1 while search runs BM25 only although the configured mode needs the model (GET /status's search.reason says why), else 0.
 # TYPE toolgate_search_bm25_only gauge
 toolgate_search_bm25_only 1
+# HELP toolgate_search_running Searches ranking now: at most the cores (at least 2) at once (GET /status's search.running of search.slots).
+# TYPE toolgate_search_running gauge
+toolgate_search_running 2
+# HELP toolgate_search_waiting Searches waiting for one of the slots that bound those ranking at once, first come first served (GET /status's search.waiting).
+# TYPE toolgate_search_waiting gauge
+toolgate_search_waiting 5
 # HELP toolgate_tls_cert_expiry_timestamp_seconds When the HTTPS front's certificate expires (toolgate.http.tls), as a Unix time; absent without one.
 # TYPE toolgate_tls_cert_expiry_timestamp_seconds gauge
 toolgate_tls_cert_expiry_timestamp_seconds 1.8039024e+09
@@ -312,7 +318,7 @@ toolgate_backend_tls_cert_expiry_timestamp_seconds{server="remote"} 1.803902401e
 	if err := testutil.GatherAndCompare(m.reg, strings.NewReader(want),
 		"toolgate_backend_up", "toolgate_backend_restarts_total", "toolgate_catalog_tools", "toolgate_index_generation",
 		"toolgate_embedding_cache_hits_total", "toolgate_embedding_cache_misses_total", "toolgate_embedding_cache_dropped_total", "toolgate_search_bm25_only",
-		"toolgate_tls_cert_expiry_timestamp_seconds", "toolgate_backend_tls_cert_expiry_timestamp_seconds"); err != nil {
+		"toolgate_search_running", "toolgate_search_waiting", "toolgate_tls_cert_expiry_timestamp_seconds", "toolgate_backend_tls_cert_expiry_timestamp_seconds"); err != nil {
 		t.Error(err)
 	}
 	// Without sources, those metrics are left out; the rest still works.

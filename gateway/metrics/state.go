@@ -16,6 +16,8 @@ type stateCollector struct {
 	cacheHits, cacheMisses   *prometheus.Desc
 	cacheDropped             *prometheus.Desc
 	bm25Only, certExpiry     *prometheus.Desc
+	searchRunning            *prometheus.Desc
+	searchWaiting            *prometheus.Desc
 	clientCertExpiry         *prometheus.Desc
 	reloads, reloadOK        *prometheus.Desc
 	indexError               *prometheus.Desc
@@ -40,6 +42,10 @@ func newStateCollector(o Options) *stateCollector {
 			"Vectors of tool texts the embedding cache's sweeps deleted: out of the catalog for longer than toolgate.embed.keepUnused.", nil, nil),
 		bm25Only: prometheus.NewDesc("toolgate_search_bm25_only",
 			"1 while search runs BM25 only although the configured mode needs the model (GET /status's search.reason says why), else 0.", nil, nil),
+		searchRunning: prometheus.NewDesc("toolgate_search_running",
+			"Searches ranking now: at most the cores (at least 2) at once (GET /status's search.running of search.slots).", nil, nil),
+		searchWaiting: prometheus.NewDesc("toolgate_search_waiting",
+			"Searches waiting for one of the slots that bound those ranking at once, first come first served (GET /status's search.waiting).", nil, nil),
 		certExpiry: prometheus.NewDesc("toolgate_tls_cert_expiry_timestamp_seconds",
 			"When the HTTPS front's certificate expires (toolgate.http.tls), as a Unix time; absent without one.", nil, nil),
 		clientCertExpiry: prometheus.NewDesc("toolgate_backend_tls_cert_expiry_timestamp_seconds",
@@ -54,7 +60,7 @@ func newStateCollector(o Options) *stateCollector {
 }
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.up, c.restarts, c.tools, c.gen, c.cacheHits, c.cacheMisses, c.cacheDropped, c.bm25Only, c.certExpiry, c.clientCertExpiry, c.reloads, c.reloadOK, c.indexError} {
+	for _, d := range []*prometheus.Desc{c.up, c.restarts, c.tools, c.gen, c.cacheHits, c.cacheMisses, c.cacheDropped, c.bm25Only, c.searchRunning, c.searchWaiting, c.certExpiry, c.clientCertExpiry, c.reloads, c.reloadOK, c.indexError} {
 		ch <- d
 	}
 }
@@ -117,6 +123,8 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 				v = 1
 			}
 			ch <- prometheus.MustNewConstMetric(c.bm25Only, prometheus.GaugeValue, v)
+			ch <- prometheus.MustNewConstMetric(c.searchRunning, prometheus.GaugeValue, float64(st.Running))
+			ch <- prometheus.MustNewConstMetric(c.searchWaiting, prometheus.GaugeValue, float64(st.Waiting))
 		}
 	}
 	if f := c.o.CertNotAfter; f != nil {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
@@ -222,13 +223,7 @@ func TestConformance(t *testing.T) {
 				listed[side] = append(listed[side], strings.Fields(line)[1])
 			}
 		}
-		clientApplies := slices.Sorted(func(yield func(string) bool) {
-			for s := range conformanceClientApplies {
-				if !yield(s) {
-					return
-				}
-			}
-		})
+		clientApplies := slices.Sorted(maps.Keys(conformanceClientApplies))
 		for _, c := range []struct {
 			side    string
 			applies []string
@@ -280,13 +275,7 @@ func TestConformance(t *testing.T) {
 		if strings.ContainsAny(os.Args[0], " \t") {
 			t.Fatalf("the test binary's path %q has a space: the suite splits its --command at spaces (set TMPDIR or go test -o to a path without one)", os.Args[0])
 		}
-		for _, s := range slices.Sorted(func(yield func(string) bool) {
-			for s := range conformanceClientApplies {
-				if !yield(s) {
-					return
-				}
-			}
-		}) {
+		for _, s := range slices.Sorted(maps.Keys(conformanceClientApplies)) {
 			t.Run(s, func(t *testing.T) {
 				out := t.TempDir()
 				run := conformance("client", "--command", os.Args[0], "--scenario", s, "--timeout", "60000", "-o", out)

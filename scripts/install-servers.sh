@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs the MCP servers of the bundled example config (examples/toolgate.json),
-# and axe-core, which the console's accessibility test runs in Chromium,
-# into examples/servers/node_modules from the committed package-lock.json, with
+# axe-core, which the console's accessibility test runs in Chromium, and
+# @modelcontextprotocol/conformance, the MCP conformance suite that
+# cmd/toolgate/conformance_test.go runs against the gateway, into
+# examples/servers/node_modules from the committed package-lock.json, with
 # exact pinned versions and integrity hashes, so that starting the gateway never
 # depends on npx fetching packages at run time. Also creates examples/sandbox/,
 # the folder the filesystem and memory servers work in.
@@ -51,8 +53,9 @@ else
     f="$servers/node_modules/@modelcontextprotocol/$pkg/dist/index.js"
     [ -f "$f" ] || { echo "install-servers: $f missing after npm ci" >&2; exit 1; }
   done
-  f="$servers/node_modules/axe-core/axe.min.js"
-  [ -f "$f" ] || { echo "install-servers: $f missing after npm ci" >&2; exit 1; }
+  for f in "$servers/node_modules/axe-core/axe.min.js" "$servers/node_modules/@modelcontextprotocol/conformance/dist/index.js"; do
+    [ -f "$f" ] || { echo "install-servers: $f missing after npm ci" >&2; exit 1; }
+  done
   echo "$want" > "$stamp"
 fi
 

@@ -40,6 +40,9 @@ func TestMain(m *testing.M) {
 	if backendtest.IsChild() { // a fake backend started by a gateway under test
 		backendtest.Main()
 	}
+	if os.Getenv(envConformanceClient) == "1" { // the conformance suite's client command
+		os.Exit(conformanceClientMain(os.Args[1:]))
+	}
 	if os.Getenv("TOOLGATE_E2E_MAIN") == "1" || len(os.Args) > 1 && !strings.HasPrefix(os.Args[1], "-test.") {
 		os.Args = append([]string{"toolgate"}, os.Args[1:]...)
 		main()

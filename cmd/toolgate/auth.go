@@ -91,11 +91,13 @@ func newAuthStatusCmd(g *globals) *cobra.Command {
 		Short: "Show, for each http and sse server, whether it needs a login and the state of the stored one",
 		Long: `For each http and sse server of the config file: "no auth needed", "static
 headers" (it has its credentials in "headers"), "logged in" (with when the access
-token expires, whether it can be refreshed, and the scopes) or "needs login" (with
-why and the command to run). A server with a stored login is asked once with
-it, as a gateway would (a refused access token is refreshed); one without is
-asked once, without a token, whether it wants one.
-Exit status: 0, or 3 when some server needs a login or could not be asked.`,
+token expires, whether it can be refreshed, the scopes, and a step-up pending:
+scopes a server's 403 asked for that the next login asks for) or "needs login"
+(with why and the command to run). A server with a stored login is asked once
+with it, as a gateway would (a refused access token is refreshed); one without
+is asked once, without a token, whether it wants one.
+Exit status: 0, or 3 when some server needs a login (or more scopes) or could
+not be asked.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runAuthStatus(cmd.Context(), g, cmd.OutOrStdout(), cmd.ErrOrStderr(), f)
@@ -280,6 +282,14 @@ func runAuthLogin(ctx context.Context, g *globals, w, stderr io.Writer, in io.Re
 		Rejected: func(line, why string) {
 			fmt.Fprintf(w, "Not this login's redirect: %s. Still waiting…\n", why)
 		},
+		StepUp: func(scopes, stepUp, unlisted []string) {
+			fmt.Fprintf(w, "%s asked for more scopes (a 403 insufficient_scope a gateway recorded): this login asks for the scopes %s (new: %s); approve them only if you mean to give them.\n",
+				name, strings.Join(scopes, " "), strings.Join(stepUp, " "))
+			if len(unlisted) > 0 {
+				fmt.Fprintf(w, "The authorization server does not list %s in its scopes_supported: it may refuse the login (invalid_scope); `%s` forgets the login and the step-up.\n",
+					strings.Join(unlisted, " "), g.commandWith(g.configDataDir, "toolgate", "auth", "logout", name))
+			}
+		},
 		Authorize: func(authURL string) error {
 			fmt.Fprintf(w, "To log in to %s, open this URL in a browser and approve:\n\n  %s\n\n", name, authURL)
 			if opener != "" {
@@ -383,6 +393,9 @@ type authServerStatus struct {
 	Expiry      *time.Time `json:"expiry,omitempty"`
 	Refreshable bool       `json:"refreshable,omitempty"`
 	Scopes      []string   `json:"scopes,omitempty"`
+	// StepUp are the scopes the server asked for beyond the login's (a
+	// 403 insufficient_scope a gateway recorded), which `login` asks for.
+	StepUp []string `json:"stepUp,omitempty"`
 	// noLogin: it asks for a Bearer token but offers no login (no
 	// protected-resource metadata): a token in its "headers" is the fix,
 	// not `auth login`, which could only fail.
@@ -414,7 +427,7 @@ func runAuthStatus(ctx context.Context, g *globals, w, stderr io.Writer, f authS
 		wg.Go(func() {
 			st := &out[i]
 			authState(ctx, store, tokens, byName[st.Server], st, f.timeout)
-			if st.Auth == authNeedsLogin && !st.noLogin {
+			if st.Auth == authNeedsLogin && !st.noLogin || len(st.StepUp) > 0 {
 				st.Login = login(st.Server)
 			}
 		})
@@ -439,18 +452,23 @@ func runAuthStatus(ctx context.Context, g *globals, w, stderr io.Writer, f authS
 			return err
 		}
 		for _, st := range out {
-			if st.Login != "" {
+			switch {
+			case st.Login != "" && st.Auth == authLoggedIn:
+				fmt.Fprintf(w, "\n%s asks for more scopes (%s): run `%s`\n", st.Server, strings.Join(st.StepUp, " "), st.Login)
+			case st.Login != "":
 				fmt.Fprintf(w, "\n%s needs a login: run `%s`\n", st.Server, st.Login)
 			}
 		}
 	}
-	var need, token, unknown []string
+	var need, token, unknown, stepUp []string
 	for _, st := range out {
 		switch {
 		case st.noLogin:
 			token = append(token, st.Server)
 		case st.Auth == authNeedsLogin:
 			need = append(need, st.Server)
+		case len(st.StepUp) > 0:
+			stepUp = append(stepUp, st.Server)
 		case st.Auth == authUnknown:
 			unknown = append(unknown, st.Server)
 		}
@@ -469,6 +487,13 @@ func runAuthStatus(ctx context.Context, g *globals, w, stderr io.Writer, f authS
 		says = append(says, token[0]+` needs a token in its "headers"`)
 	default:
 		says = append(says, strings.Join(token, ", ")+` need a token in their "headers"`)
+	}
+	switch len(stepUp) {
+	case 0:
+	case 1:
+		says = append(says, stepUp[0]+" asks for more scopes (a step-up)")
+	default:
+		says = append(says, strings.Join(stepUp, ", ")+" ask for more scopes (a step-up)")
 	}
 	if len(unknown) > 0 {
 		// A server that could not be asked (unreachable, its certificate
@@ -511,6 +536,12 @@ func authState(ctx context.Context, store *oauth.Store, tokens *oauth.Tokens, s 
 		st.Auth, st.Detail = authLoggedIn, describeCreds(creds, time.Now())
 		if !st.Refreshable && st.Expiry != nil && time.Now().After(*st.Expiry) {
 			st.Auth = authNeedsLogin
+		}
+		if p := creds.PendingScopes(); len(p) > 0 {
+			// A gateway's call was refused 403 for these: the login
+			// works for the rest, and the next one asks for them.
+			st.StepUp = p
+			st.Detail += "; step-up pending: the server asked for " + strings.Join(p, " ")
 		}
 		return
 	case s.StaticAuthorization():

@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -590,5 +591,87 @@ func TestAuthStatusAsksTheServer(t *testing.T) {
 	served = rs.Served() + rs.Unauthorized()
 	if code, st := status(); code != degradedExit || st.Auth != "needsLogin" || rs.Served()+rs.Unauthorized() != served {
 		t.Errorf("auth status again: exit %d, %+v, %d requests; want needsLogin without asking", code, st, rs.Served()+rs.Unauthorized()-served)
+	}
+}
+
+// TestAuthStepUpEndToEnd: a logged-in server that answers a call 403
+// insufficient_scope (a step-up, MCP 2025-11-25) fails that call with the
+// scopes and the login to run, in full, and no config edit (it said to
+// list them in the entry's "oauth" first); `auth status` says a step-up is
+// pending and which scopes; `auth login`, with the config as it was, says
+// which scopes are new and asks for the union (the authorization
+// request's scope), and the call then passes on the running gateway.
+func TestAuthStepUpEndToEnd(t *testing.T) {
+	as := oauthtest.NewAuthServer(t)
+	rs := oauthtest.NewResourceServer(t, as, backendtest.NewServer(backendtest.ParseModes("normal")),
+		&oauthtest.ResourceOptions{Scopes: []string{oauthtest.Scope}, CallScopes: []string{"write"}})
+	cfgPath := remoteConfig(t, "remote", rs.URL)
+	cfgBefore, _ := os.ReadFile(cfgPath)
+	dataDir := t.TempDir()
+	cliLogin(t, dataDir, cfgPath, "remote")
+	first := storedCreds(t, dataDir, "remote")
+
+	addr := freeAddr(t)
+	serve := toolgateCmd(t, dataDir, "serve", "--config", cfgPath, "--http", addr)
+	logs := &testenv.LogBuffer{}
+	serve.Stderr = io.MultiWriter(logs, testLog(t, "toolgate: "))
+	ctx, cs := connectHTTP(t, serve, addr, 2*time.Minute)
+	abs, _ := filepath.Abs(cfgPath)
+	command := fmt.Sprintf("toolgate auth login remote --config %s --data-dir %s", abs, dataDir)
+	res := executeTool(t, ctx, cs, "remote__echo", map[string]any{"text": "hi"})
+	want := `the server wants the scopes "tools write", which the login was not given: run ` + "`" + command + "`, which asks for them"
+	if !res.IsError || !strings.Contains(resultText(res), want) || !strings.Contains(resultText(res), `"oauth": {"scopes": [...]} still pins`) {
+		t.Fatalf("execute_tool(remote__echo) with the login lacking a scope: isError=%v %q; want %q", res.IsError, resultText(res), want)
+	}
+	if c := storedCreds(t, dataDir, "remote"); !slices.Equal(c.PendingScopes(), []string{"write"}) {
+		t.Fatalf("the login file records the step-up %v, want [write]", c.PendingScopes())
+	}
+
+	out, err := toolgateCmd(t, dataDir, "auth", "status", "--config", cfgPath).Output()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != degradedExit || !strings.Contains(string(out), "step-up pending: the server asked for write") ||
+		!strings.Contains(string(out), "remote asks for more scopes (write): run `"+command+"`") {
+		t.Errorf("auth status with a step-up pending: %v\n%s", err, out)
+	}
+	js, _ := toolgateCmd(t, dataDir, "auth", "status", "--config", cfgPath, "--json").Output()
+	var st struct {
+		Servers []struct {
+			Auth, Login string
+			StepUp      []string
+		}
+	}
+	if err := json.Unmarshal(js, &st); err != nil || len(st.Servers) != 1 || st.Servers[0].Auth != "loggedIn" ||
+		!slices.Equal(st.Servers[0].StepUp, []string{"write"}) || st.Servers[0].Login != command {
+		t.Errorf("auth status --json with a step-up pending: %v\n%s", err, js)
+	}
+
+	// The operator runs what the error says, the config as it was.
+	loginOut, _ := cliLogin(t, dataDir, cfgPath, "remote")
+	if cfgAfter, _ := os.ReadFile(cfgPath); !bytes.Equal(cfgBefore, cfgAfter) {
+		t.Errorf("the config changed:\n%s", cfgAfter)
+	}
+	if !strings.Contains(loginOut, "this login asks for the scopes tools write (new: write)") ||
+		!strings.Contains(loginOut, "does not list write in its scopes_supported") {
+		t.Errorf("auth login does not say which scopes it asks for and which are new:\n%s", loginOut)
+	}
+	// The second login's requests (its check that the authorization
+	// server still knows the client, then the browser's) ask for both.
+	asked := as.AuthorizedScopes()
+	if len(asked) < 2 || asked[0] != oauthtest.Scope || slices.ContainsFunc(asked[1:], func(s string) bool { return s != "tools write" }) {
+		t.Errorf("the authorization requests asked for scopes %q, want %q, then %q", asked, oauthtest.Scope, "tools write")
+	}
+	second := storedCreds(t, dataDir, "remote")
+	if second.StepUp != nil {
+		t.Errorf("the login granted write keeps the step-up %+v", second.StepUp)
+	}
+	testenv.Eventually(t, "remote__echo passes with the new login", func() bool {
+		res = executeTool(t, ctx, cs, "remote__echo", map[string]any{"text": "stepped up"})
+		return !res.IsError && resultText(res) == "stepped up"
+	})
+	if out, err := toolgateCmd(t, dataDir, "auth", "status", "--config", cfgPath).Output(); err != nil || strings.Contains(string(out), "step-up") {
+		t.Errorf("auth status after the step-up login: %v\n%s", err, out)
+	}
+	for _, c := range []*oauth.Credentials{first, second} {
+		noToken(t, c, map[string]string{"serve's log": logs.String(), "auth status": string(out), "auth login": loginOut})
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -493,9 +494,12 @@ func TestOAuthDataFolderGone(t *testing.T) {
 
 // TestOAuthInsufficientScopeThenLogin: a server that wants a scope the
 // login was not given answers 403 insufficient_scope: the backend is down
-// with the scope and the fix; a login with that scope, saved while it
-// waits to try again, connects it at once, as a backend that needs a login
-// is: it waited out its restart delay (10 s once the first were spent).
+// with the scope and the fix, `auth login` with no config change (the
+// gateway recorded the step-up in the login file, which the login asks
+// for with the scopes it had: it said to list them in the config first);
+// that login, saved while the backend waits to try again, connects it at
+// once, as a backend that needs a login is: it waited out its restart
+// delay (10 s once the first were spent).
 func TestOAuthInsufficientScopeThenLogin(t *testing.T) {
 	e := &oauthEnv{data: t.TempDir(), as: oauthtest.NewAuthServer(t), clock: &clock{}, logs: &testenv.LogBuffer{}}
 	e.store = oauth.NewStore(e.data)
@@ -507,20 +511,28 @@ func TestOAuthInsufficientScopeThenLogin(t *testing.T) {
 	// The command in full, as the needs-login error gives it: it said
 	// `toolgate auth login demo`, which on another data folder than the
 	// default logs in to the wrong one.
-	if want := `the server wants the scopes "write", which the login was not given`; !strings.Contains(st.Err, want) || !strings.HasSuffix(st.Err, "and run `"+login+"`") {
-		t.Errorf("status error %q, want %q and the command %q", st.Err, want, login)
+	if want := "the server wants the scopes \"write\", which the login was not given: run `" + login + "`, which asks for them"; !strings.Contains(st.Err, want) {
+		t.Errorf("status error %q, want %q", st.Err, want)
+	}
+	if c := e.stored(t); !slices.Equal(c.PendingScopes(), []string{"write"}) {
+		t.Errorf("the login file records the step-up %v, want [write]", c.PendingScopes())
 	}
 	// A key that is not admin reads the gateway's words and the fix, what
 	// the server said hidden: its URL, its answer's body and the scopes of
 	// its WWW-Authenticate header (it read all hidden); the command bare,
 	// without the paths of the gateway's machine.
 	want := `backend "demo" at (` + HiddenFromKey + `): the server answered a POST with 403 Forbidden`
-	fix := `: the server wants the scopes (` + HiddenFromKey + `), which the login was not given: list them, with those it has, in the entry's "oauth": {"scopes": [...]} and run ` + "`toolgate auth login demo`"
+	fix := `: the server wants the scopes (` + HiddenFromKey + `), which the login was not given: run ` + "`toolgate auth login demo" + stepUpThen
 	if got := st.ForKey().Err; !strings.HasPrefix(got, want) || !strings.HasSuffix(got, fix) || strings.Contains(got, "write") || strings.Contains(got, e.rs.URL) || strings.Contains(got, "/etc/") {
 		t.Errorf("its status, as a key that is not admin reads it:\n%s\nwant:\n%s … %s", got, want, fix)
 	}
-	e.srv.Scopes = []string{"read", "write"}
 	e.login(t)
+	if asked := e.as.AuthorizedScopes(); asked[len(asked)-1] != "read write" {
+		t.Errorf("the second login asked for %q, want the configured read and the step-up's write", asked[len(asked)-1])
+	}
+	if c := e.stored(t); c.StepUp != nil {
+		t.Errorf("the login granted write keeps the step-up %+v", c.StepUp)
+	}
 	testenv.Eventually(t, "demo up with the new login", func() bool { return statusOf(t, e.pool, "demo").State == StateUp })
 	e.echo(t, "with the scope")
 }

@@ -216,8 +216,11 @@ func (r *refusal) fix(login loginCmd, typ string) *OwnWords {
 		return &OwnWords{Before: "the server wants credentials: set them in the entry's \"headers\" (\"Authorization\": \"Bearer ${TOKEN}\"); `", Said: login,
 			After: "` logs in where the server offers OAuth"}
 	case r.code == http.StatusForbidden && r.scope != "" && r.login:
+		// A step-up (MCP 2025-11-25): the Authorizer recorded the scopes
+		// in the login file, and the login asks for them with those it
+		// has. It said to list them in the config first.
 		return &OwnWords{Before: "the server wants the scopes ", Said: errors.New(strconv.Quote(r.scope)),
-			After: ", which the login was not given: list them, with those it has, in the entry's \"oauth\": {\"scopes\": [...]} and run `", Then: login.then("`")}
+			After: ", which the login was not given: run `", Then: login.then(stepUpThen)}
 	case r.code == http.StatusForbidden && r.scope != "" && r.noToken:
 		// Told "which the login was not given" (an Authorizer stood by
 		// with no stored login) or "which the token in the entry's
@@ -253,6 +256,10 @@ func (r *refusal) fix(login loginCmd, typ string) *OwnWords {
 	}
 	return own(fix, nil)
 }
+
+// stepUpThen follows the login command in the fix of a 403 that asks a
+// logged-in server's login for more scopes.
+const stepUpThen = "`, which asks for them with those the login has, for you to approve (the entry's \"oauth\": {\"scopes\": [...]} still pins the scopes every login asks for)"
 
 // loginCmd is the command that logs in to a server, as a refusal's fix
 // quotes it: in full for the gateway's operator, with the config and data

@@ -209,7 +209,7 @@ func (f roundTrip) RoundTrip(req *http.Request) (*http.Response, error) { return
 // insufficient_scope (the TypeScript SDK's requireBearerAuth with
 // requiredScopes answers this one) names the scopes the server wants and
 // how to get them, for the token the request carried: a stored login's
-// (the entry's oauth.scopes and `auth login`), the entry's "headers"', or
+// (`auth login`, which asks for them: a step-up), the entry's "headers"', or
 // none (a server keyed by another header, or by nothing). The last read
 // "which the login was not given" (an Authorizer stands by for every
 // server without an "Authorization" header) or that the headers' token
@@ -224,7 +224,7 @@ func TestInsufficientScopeSaysWhich(t *testing.T) {
 		want, wantNo string
 	}{
 		{"login", true, "Bearer from-login", challenge,
-			"the server wants the scopes \"mcp:write\", which the login was not given: list them, with those it has, in the entry's \"oauth\": {\"scopes\": [...]} and run `toolgate auth login hosted`", "headers"},
+			"the server wants the scopes \"mcp:write\", which the login was not given: run `toolgate auth login hosted`, which asks for them with those the login has, for you to approve (the entry's \"oauth\": {\"scopes\": [...]} still pins the scopes every login asks for)", "headers"},
 		{"headers", false, "Bearer static", challenge,
 			"the server wants the scopes \"mcp:write\", which the token in the entry's \"headers\" lacks", "login"},
 		{"no login stored", true, "", challenge,

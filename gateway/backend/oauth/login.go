@@ -56,6 +56,12 @@ type LoginOptions struct {
 	// Rejected, when not nil, is told of a pasted line that is not the
 	// redirect of this login, and why; the wait goes on.
 	Rejected func(line, why string)
+	// StepUp, when not nil, is told before Authorize that the login asks
+	// for scopes (all of them) beyond the usual ones because a gateway
+	// recorded a step-up (stepUp: the scopes the server's 403 asked for),
+	// and which of those the authorization server does not list (unlisted:
+	// it may refuse them), so that no scope is asked for unsaid.
+	StepUp func(scopes, stepUp, unlisted []string)
 	// ClientName is sent when registering (default "toolgate").
 	ClientName string
 	Logger     *slog.Logger // nil = discard
@@ -152,6 +158,16 @@ func Login(ctx context.Context, store *Store, srv Server, opts *LoginOptions) (*
 	}
 
 	prev, _ := store.Load(srv.Name)
+	stepUp := pendingFor(prev, srv.URL)
+	if len(stepUp) > 0 {
+		// A step-up a gateway recorded (the server's 403 asked for more):
+		// the scopes the login has stay, and the user approves the new
+		// ones in the browser, as any login.
+		scopes = union(scopes, prev.Scopes, stepUp)
+		if o.StepUp != nil {
+			o.StepUp(scopes, stepUp, unlisted(stepUp, d))
+		}
+	}
 	ln, client, err := listenAndRegister(ctx, hc, srv, d.asm, scopes, prev, o.ClientName)
 	if err != nil {
 		return nil, err
@@ -217,11 +233,51 @@ func Login(ctx context.Context, store *Store, srv Server, opts *LoginOptions) (*
 		return nil, err
 	}
 	defer unlock()
+	// The step-up stays pending for the scopes this login was not
+	// granted, with those a gateway asked for while the user approved.
+	cur, _ := store.Load(srv.Name)
+	if pending := union(stepUp, pendingFor(cur, srv.URL)); len(pending) > 0 {
+		l.StepUp = &StepUp{Scopes: pending, Asked: now}
+		for _, c := range []*Credentials{prev, cur} {
+			if len(pendingFor(c, srv.URL)) > 0 {
+				l.StepUp.Asked = c.StepUp.Asked
+			}
+		}
+		l.grant()
+	}
 	if err := store.Save(l); err != nil {
 		return nil, err
 	}
 	o.Logger.Info("logged in", "server", srv.Name, "issuer", l.Issuer, "scopes", l.Scopes, "expiry", l.Token.Expiry)
 	return l, nil
+}
+
+// pendingFor is the step-up the stored login l records, when l is for a
+// server at url.
+func pendingFor(l *Credentials, url string) []string {
+	if !l.For(url) {
+		return nil
+	}
+	return l.PendingScopes()
+}
+
+// unlisted are the scopes of stepUp that neither the authorization
+// server's metadata nor the protected-resource metadata lists in its
+// scopes_supported, when either lists some: the authorization server may
+// refuse them (invalid_scope), or not advertise them all (RFC 8414 lets
+// it). The login asks for them all the same, and says so.
+func unlisted(stepUp []string, d *discovery) []string {
+	known := union(d.asm.ScopesSupported, d.prm.ScopesSupported)
+	if len(known) == 0 {
+		return nil
+	}
+	var out []string
+	for _, s := range stepUp {
+		if !slices.Contains(known, s) {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // authConfig is the OAuth client config of a login as client.

@@ -59,6 +59,18 @@ type Credentials struct {
 	// Refused says why a gateway stopped using this login (its refresh
 	// token was refused); "" while it is good. A new login replaces it.
 	Refused string `json:"refused,omitempty"`
+	// StepUp is the step-up the server asked for (a 403
+	// insufficient_scope naming scopes this login lacks), recorded by a
+	// gateway for the next `auth login` to ask for; nil when none is
+	// pending. A login granted those scopes clears it.
+	StepUp *StepUp `json:"stepUp,omitempty"`
+}
+
+// StepUp is a pending step-up authorization (MCP 2025-11-25): the scopes a
+// server asked for beyond those the login has.
+type StepUp struct {
+	Scopes []string  `json:"scopes"`
+	Asked  time.Time `json:"asked"` // when a gateway last added to them
 }
 
 // Client is the OAuth client toolgate logged in as.

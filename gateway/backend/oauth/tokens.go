@@ -316,6 +316,7 @@ func (tr *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	resp, err := tr.send(req, req.Body, tok)
 	if err != nil || resp.StatusCode != http.StatusUnauthorized {
+		tr.forbidden(resp, tok)
 		return resp, err
 	}
 	if tok == "" {
@@ -349,7 +350,64 @@ func (tr *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		discard(resp)
 		return nil, tr.lose("the server refused a freshly refreshed access token: the login may lack a permission the server wants")
 	}
+	tr.forbidden(resp, fresh)
 	return resp, err
+}
+
+// forbidden records the step-up that resp, the answer to a request that
+// carried the login's token tok, asks for: a 403 insufficient_scope naming
+// scopes the login lacks (MCP 2025-11-25). The server's answer goes on to
+// the caller as it is: the backend's error names the scopes and the login
+// to run, which asks for them.
+func (tr *transport) forbidden(resp *http.Response, tok string) {
+	if resp == nil || resp.StatusCode != http.StatusForbidden || tok == "" {
+		return
+	}
+	if scopes := insufficientScope(resp.Header); len(scopes) > 0 {
+		tr.stepUp(scopes)
+	}
+}
+
+// stepUp adds scopes to the step-up record of the login file, under the
+// store's lock, when they add to it: a server that answers 403 to every
+// call costs a comparison in memory, not a write each time (nor a read,
+// once this connection holds the record).
+func (tr *transport) stepUp(scopes []string) {
+	tr.mu.Lock()
+	c := tr.creds
+	tr.mu.Unlock()
+	if c == nil {
+		return
+	}
+	mem := *c
+	if !askStepUp(&mem, scopes, tr.t.opts.Now()) {
+		return
+	}
+	if err := tr.t.opts.Storage.Check(); err != nil {
+		tr.t.log.Warn("the server asks for more scopes; not recorded for the next login (the data folder cannot take it)", "server", tr.server, "scopes", scopes, "err", err)
+		return
+	}
+	unlock, err := tr.t.store.lock(tr.server)
+	if err != nil {
+		tr.t.log.Warn("the server asks for more scopes; not recorded for the next login", "server", tr.server, "scopes", scopes, "err", err)
+		return
+	}
+	defer unlock()
+	disk, _, err := tr.t.load(tr.server, tr.url)
+	if err != nil || disk == nil {
+		return // logged out, or another login: its own requests will say
+	}
+	if askStepUp(disk, scopes, tr.t.opts.Now()) {
+		if err := tr.t.save(disk); err != nil {
+			tr.t.log.Warn("the server asks for more scopes; not recorded for the next login", "server", tr.server, "scopes", scopes, "err", err)
+			return
+		}
+		tr.t.log.Info("the server asks for more scopes (step-up); the next `toolgate auth login` asks for them", "server", tr.server, "pending", disk.StepUp.Scopes)
+	}
+	tr.mu.Lock()
+	tr.seen = tr.t.stat(tr.server)
+	tr.mu.Unlock()
+	tr.set(disk)
 }
 
 // send sends req with body and the token (none when tok is "").
@@ -525,6 +583,7 @@ func (tr *transport) refresh(ctx context.Context, stale string) (string, error) 
 	disk.Refreshed = now
 	if s, ok := tok.Extra("scope").(string); ok && s != "" {
 		disk.Scopes = grantedScopes(tok, disk.Scopes)
+		disk.grant()
 	}
 	if err := tr.t.save(disk); err != nil {
 		// The new token works for this process; the next start refreshes

@@ -6,6 +6,7 @@
 package oauthtest
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -14,6 +15,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -56,8 +58,10 @@ type AuthServer struct {
 	clients   map[string][]string // client id → redirect URIs
 	codes     map[string]codeGrant
 	access    map[string]tokenGrant
-	refresh   map[string]bool // refresh token → usable
-	resources []string        // resource parameters seen, in order
+	refresh   map[string]bool   // refresh token → usable
+	rscope    map[string]string // refresh token → the scope of its grant
+	resources []string          // resource parameters seen, in order
+	scopes    []string          // scope parameters of the authorization requests, in order
 
 	registrations, codeExchanges, refreshes, refused atomic.Int64
 }
@@ -89,7 +93,7 @@ func NewAuthServerTLS(t testing.TB, c *tls.Config) *AuthServer {
 	a := &AuthServer{
 		t: t, addr: ln.Addr().String(), URL: scheme(c) + ln.Addr().String(), tls: c,
 		clients: map[string][]string{}, codes: map[string]codeGrant{},
-		access: map[string]tokenGrant{}, refresh: map[string]bool{},
+		access: map[string]tokenGrant{}, refresh: map[string]bool{}, rscope: map[string]string{},
 	}
 	a.lifetime.Store(int64(time.Hour))
 	a.serve(ln)
@@ -188,6 +192,14 @@ func (a *AuthServer) Resources() []string {
 	return slices.Clone(a.resources)
 }
 
+// AuthorizedScopes returns the scope parameter of every authorization
+// request so far, in order ("" for one without).
+func (a *AuthServer) AuthorizedScopes() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.scopes)
+}
+
 // Verify is the resource server's token check (go-sdk's TokenVerifier): a
 // live access token issued for resource.
 func (a *AuthServer) Verify(resource string) auth.TokenVerifier {
@@ -243,6 +255,7 @@ func (a *AuthServer) authorize(w http.ResponseWriter, r *http.Request) {
 	a.mu.Lock()
 	redirects, known := a.clients[q.Get("client_id")]
 	a.resources = append(a.resources, q.Get("resource"))
+	a.scopes = append(a.scopes, q.Get("scope"))
 	want := a.resource
 	a.mu.Unlock()
 	redirect := q.Get("redirect_uri")
@@ -315,15 +328,18 @@ func (a *AuthServer) token(w http.ResponseWriter, r *http.Request) {
 	case "refresh_token":
 		rt := f.Get("refresh_token")
 		a.mu.Lock()
-		usable := a.refresh[rt]
+		usable, scope := a.refresh[rt], a.rscope[rt]
 		a.refresh[rt] = false // rotated: each refresh token works once
 		a.mu.Unlock()
 		if !usable {
 			a.fail(w, "invalid_grant", "refresh token revoked or used")
 			return
 		}
+		if scope == "" {
+			scope = Scope
+		}
 		a.refreshes.Add(1)
-		a.issue(w, f.Get("resource"), Scope)
+		a.issue(w, f.Get("resource"), scope)
 	default:
 		a.fail(w, "unsupported_grant_type", f.Get("grant_type"))
 	}
@@ -335,6 +351,7 @@ func (a *AuthServer) issue(w http.ResponseWriter, resource, scope string) {
 	a.mu.Lock()
 	a.access[at] = tokenGrant{resource: resource, scope: scope, expiry: time.Now().Add(life)}
 	a.refresh[rt] = true
+	a.rscope[rt] = scope
 	a.mu.Unlock()
 	writeJSON(w, http.StatusOK, map[string]any{
 		"access_token": at, "token_type": "Bearer", "expires_in": int(life.Seconds()),
@@ -380,6 +397,12 @@ type ResourceOptions struct {
 	// EchoToken makes that failure quote the token it got, as a server
 	// whose errors echo the request do (FailOnBadToken only).
 	EchoToken bool
+	// CallScopes are the scopes a tools/call needs beyond Scopes: one
+	// whose token lacks them is answered 403 insufficient_scope naming
+	// Scopes and CallScopes, the MCP 2025-11-25 step-up (the conformance
+	// suite's auth/scope-step-up server), while the handshake and
+	// listings pass.
+	CallScopes []string
 }
 
 // scheme is the URL scheme of a server with TLS config c.
@@ -388,6 +411,43 @@ func scheme(c *tls.Config) string {
 		return "https://"
 	}
 	return "http://"
+}
+
+// stepUp answers a tools/call whose token lacks one of scopes 403 with an
+// insufficient_scope challenge naming them all, as the conformance
+// suite's step-up server does; other requests go to next.
+func stepUp(next http.Handler, metadataURL string, scopes []string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			body, err := io.ReadAll(r.Body)
+			r.Body.Close()
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			var msg struct {
+				Method string `json:"method"`
+			}
+			_ = json.Unmarshal(body, &msg)
+			ti := auth.TokenInfoFromContext(r.Context())
+			if msg.Method == "tools/call" && (ti == nil || !containsAll(ti.Scopes, scopes)) {
+				w.Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer error="insufficient_scope", scope=%q, resource_metadata=%q`, strings.Join(scopes, " "), metadataURL))
+				writeJSON(w, http.StatusForbidden, map[string]string{"error": "insufficient_scope", "error_description": "the call needs " + strings.Join(scopes, " ")})
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func containsAll(have, want []string) bool {
+	for _, s := range want {
+		if !slices.Contains(have, s) {
+			return false
+		}
+	}
+	return true
 }
 
 // ResourceServer is an MCP server behind go-sdk's bearer-token middleware:
@@ -457,6 +517,9 @@ func NewResourceServer(t testing.TB, as *AuthServer, mcpServer *mcp.Server, opts
 	mux.Handle("GET "+metaPath, auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
 		Resource: rs.Resource, AuthorizationServers: []string{as.URL}, ScopesSupported: []string{Scope},
 	}))
+	if len(o.CallScopes) > 0 {
+		h = stepUp(h, base+metaPath, append(slices.Clone(o.Scopes), o.CallScopes...))
+	}
 	mux.Handle(path, protect(h))
 	rs.srv = &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		cw := &codeWriter{ResponseWriter: w}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -31,6 +32,11 @@ type connectFlags struct {
 	start   bool          // start a gateway when none answers
 	idle    time.Duration // … which stops after this long without a request
 	silence time.Duration // --silence
+	// fallback is the address tried when none is given and no gateway on
+	// the data folder serves the config ("": defaultStatusAddr; tests
+	// point it where nothing listens, as a developer's own gateway may
+	// answer at the default).
+	fallback string
 }
 
 // silenceOption is bridge.Options.Silence of --silence (given: the flag
@@ -196,10 +202,10 @@ func bridgeURL(ctx context.Context, g *globals, f connectFlags) (string, frontTa
 			return "", front, usageError{fmt.Errorf("several gateways serve HTTP on the data folder %s (%s): choose one with --addr", g.DataDir(), strings.Join(found, ", "))}
 		}
 		if front.addr == "" {
-			front.addr = defaultStatusAddr
+			front.addr = cmp.Or(f.fallback, defaultStatusAddr)
 			front.down = fallbackFix(g.DataDir(), f.config, passed)
 			if len(passed) > 0 {
-				g.logger.Warn("no gateway on the data folder serves the config; trying the default address", "config", want, "default", defaultStatusAddr, "passed_over", strings.Join(passed, "; "))
+				g.logger.Warn("no gateway on the data folder serves the config; trying the default address", "config", want, "default", front.addr, "passed_over", strings.Join(passed, "; "))
 			}
 		}
 		addr = front.addr

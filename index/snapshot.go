@@ -14,26 +14,42 @@ import (
 // JSON: with real-sized input schemas (1–5 KB each) decoding 10,000 tools
 // from JSON took half a second, this takes milliseconds. Layout:
 //
-//	"TGC2" | uvarint count | count × (6 × (uvarint len | bytes))
+//	"TGC3" | uvarint count | count × (7 × (uvarint len | bytes))
 //
 // with the fields server, name, title, description, input schema,
-// annotations. ("TGC1", without annotations, belongs to formats 2 and 3:
-// an index holding it is rebuilt, see FormatVersion.)
-const catalogMagic = "TGC2"
+// annotations, output schema. "TGC2" is the same without the output
+// schema: what toolgate wrote before it kept output schemas, and still
+// writes for a catalog that has none, so that a toolgate of before reads
+// it (a rollback keeps its index). An index holding TGC2 is served as it
+// is: its tools have no output schema until their servers list them, and
+// the catalog then differs (Fingerprint), which writes a generation
+// without indexing or embedding anything again. ("TGC1", without
+// annotations, belongs to formats 2 and 3: an index holding it is
+// rebuilt, see FormatVersion.)
+const (
+	catalogMagic   = "TGC3"
+	catalogMagicV2 = "TGC2"
+)
 
-// catalogFields is how many length-prefixed fields each tool has.
-const catalogFields = 6
+// catalogFields is how many length-prefixed fields each tool has in TGC3
+// (TGC2: one fewer, no output schema).
+const catalogFields = 7
 
 func encodeCatalog(tools []catalog.Tool) []byte {
+	magic, fields := catalogMagicV2, catalogFields-1
 	size := len(catalogMagic) + binary.MaxVarintLen64
 	for _, t := range tools {
-		size += catalogFields*binary.MaxVarintLen64 + len(t.Server) + len(t.Name) + len(t.Title) + len(t.Description) + len(t.InputSchema) + len(t.Annotations)
+		size += catalogFields*binary.MaxVarintLen64 + len(t.Server) + len(t.Name) + len(t.Title) + len(t.Description) + len(t.InputSchema) + len(t.Annotations) + len(t.OutputSchema)
+		if len(t.OutputSchema) > 0 {
+			magic, fields = catalogMagic, catalogFields
+		}
 	}
 	b := make([]byte, 0, size)
-	b = append(b, catalogMagic...)
+	b = append(b, magic...)
 	b = binary.AppendUvarint(b, uint64(len(tools)))
 	for _, t := range tools {
-		for _, f := range [catalogFields][]byte{bytesOf(t.Server), bytesOf(t.Name), bytesOf(t.Title), bytesOf(t.Description), t.InputSchema, t.Annotations} {
+		fs := [catalogFields][]byte{bytesOf(t.Server), bytesOf(t.Name), bytesOf(t.Title), bytesOf(t.Description), t.InputSchema, t.Annotations, t.OutputSchema}
+		for _, f := range fs[:fields] {
 			b = binary.AppendUvarint(b, uint64(len(f)))
 			b = append(b, f...)
 		}
@@ -59,7 +75,13 @@ func stringOf(b []byte) string {
 // 7.7 MB more held for the life of the index), so b must never be written
 // afterwards.
 func decodeCatalog(b []byte) ([]catalog.Tool, error) {
-	if len(b) < len(catalogMagic) || string(b[:len(catalogMagic)]) != catalogMagic {
+	fields := catalogFields
+	switch {
+	case len(b) < len(catalogMagic):
+		return nil, fmt.Errorf("%w: bad header", errBadCatalog)
+	case string(b[:len(catalogMagic)]) == catalogMagicV2:
+		fields--
+	case string(b[:len(catalogMagic)]) != catalogMagic:
 		return nil, fmt.Errorf("%w: bad header", errBadCatalog)
 	}
 	b = b[len(catalogMagic):]
@@ -81,7 +103,7 @@ func decodeCatalog(b []byte) ([]catalog.Tool, error) {
 	}
 	for i := range tools {
 		var fs [catalogFields][]byte
-		for j := range fs {
+		for j := range fields {
 			f, err := next()
 			if err != nil {
 				return nil, err
@@ -97,6 +119,9 @@ func decodeCatalog(b []byte) ([]catalog.Tool, error) {
 		}
 		if len(fs[5]) > 0 {
 			tools[i].Annotations = json.RawMessage(fs[5][:len(fs[5]):len(fs[5])])
+		}
+		if len(fs[6]) > 0 {
+			tools[i].OutputSchema = json.RawMessage(fs[6][:len(fs[6]):len(fs[6])])
 		}
 	}
 	if len(b) != 0 {

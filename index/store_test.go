@@ -508,3 +508,49 @@ func TestEnsureSaysAnOlderFormat(t *testing.T) {
 		})
 	}
 }
+
+// TestOutputSchemaKept: output schemas are stored in the catalog snapshot
+// ("TGC3") and come back from a reopened index; a catalog without any is
+// written as before ("TGC2", what a toolgate of before reads); an index of
+// before (TGC2) is served as it is, and the same catalog listed with its
+// output schemas makes a generation that embeds and indexes nothing again.
+func TestOutputSchemaKept(t *testing.T) {
+	dir := t.TempDir()
+	emb := newCaching("fake/1")
+	tools := testTools()
+	ix, _ := mustEnsure(t, dir, tools, emb)
+	m, err := readManifest(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(genDir(dir, m.Generation), catalogFile)); err != nil || string(b[:4]) != "TGC2" {
+		t.Fatalf("snapshot of a catalog without output schemas starts %q (%v), want TGC2", b[:min(4, len(b))], err)
+	}
+	ix.Close()
+
+	with := testTools()
+	with[0].OutputSchema = json.RawMessage(`{"type":"object","properties":{"entries":{"type":"array","items":{"type":"string"}}}}`)
+	with[3].OutputSchema = json.RawMessage(`{"type":"object","properties":{"entities":{"type":"array"}}}`)
+	misses := emb.misses
+	ix2, rep := mustEnsure(t, dir, with, emb)
+	if rep.Before != StateCatalogChanged || rep.Changed != 2 || rep.Reindexed != 0 || !rep.Incremental || emb.misses != misses {
+		t.Errorf("output schemas listed for an index of before: %+v, texts embedded %d; want catalog changed, 2 changed, nothing indexed or embedded", rep, emb.misses-misses)
+	}
+	if got, _ := ix2.Tool(with[0].ID()); string(got.OutputSchema) != string(with[0].OutputSchema) {
+		t.Errorf("after the listing: output schema %s, want %s", got.OutputSchema, with[0].OutputSchema)
+	}
+	ix2.Close()
+	ix3, err := Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix3.Close()
+	for _, w := range with {
+		if got, _ := ix3.Tool(w.ID()); string(got.OutputSchema) != string(w.OutputSchema) {
+			t.Errorf("reopened %s: output schema %s, want %s", w.ID(), got.OutputSchema, w.OutputSchema)
+		}
+	}
+	if _, rep := mustEnsure(t, dir, with, emb); rep.Before != StateUpToDate {
+		t.Errorf("the same catalog again: %s, want up to date", rep.Before)
+	}
+}

@@ -17,39 +17,27 @@ import (
 //	"TGC3" | uvarint count | count × (7 × (uvarint len | bytes))
 //
 // with the fields server, name, title, description, input schema,
-// annotations, output schema. "TGC2" is the same without the output
-// schema: what toolgate wrote before it kept output schemas, and still
-// writes for a catalog that has none, so that a toolgate of before reads
-// it (a rollback keeps its index). An index holding TGC2 is served as it
-// is: its tools have no output schema until their servers list them, and
-// the catalog then differs (Fingerprint), which writes a generation
-// without indexing or embedding anything again. ("TGC1", without
-// annotations, belongs to formats 2 and 3: an index holding it is
-// rebuilt, see FormatVersion.)
-const (
-	catalogMagic   = "TGC3"
-	catalogMagicV2 = "TGC2"
-)
+// annotations, output schema. ("TGC1", without annotations, belongs to
+// formats 2 and 3, "TGC2", without output schemas, to formats 4 to 6: an
+// index holding either is rebuilt, see FormatVersion. Not served as it
+// is: its tools would have no output schema until their servers list them,
+// and the quarantine, which decides on the warm catalog as listed, would
+// pin them so and hold each as changed at its listing.)
+const catalogMagic = "TGC3"
 
-// catalogFields is how many length-prefixed fields each tool has in TGC3
-// (TGC2: one fewer, no output schema).
+// catalogFields is how many length-prefixed fields each tool has.
 const catalogFields = 7
 
 func encodeCatalog(tools []catalog.Tool) []byte {
-	magic, fields := catalogMagicV2, catalogFields-1
 	size := len(catalogMagic) + binary.MaxVarintLen64
 	for _, t := range tools {
 		size += catalogFields*binary.MaxVarintLen64 + len(t.Server) + len(t.Name) + len(t.Title) + len(t.Description) + len(t.InputSchema) + len(t.Annotations) + len(t.OutputSchema)
-		if len(t.OutputSchema) > 0 {
-			magic, fields = catalogMagic, catalogFields
-		}
 	}
 	b := make([]byte, 0, size)
-	b = append(b, magic...)
+	b = append(b, catalogMagic...)
 	b = binary.AppendUvarint(b, uint64(len(tools)))
 	for _, t := range tools {
-		fs := [catalogFields][]byte{bytesOf(t.Server), bytesOf(t.Name), bytesOf(t.Title), bytesOf(t.Description), t.InputSchema, t.Annotations, t.OutputSchema}
-		for _, f := range fs[:fields] {
+		for _, f := range [catalogFields][]byte{bytesOf(t.Server), bytesOf(t.Name), bytesOf(t.Title), bytesOf(t.Description), t.InputSchema, t.Annotations, t.OutputSchema} {
 			b = binary.AppendUvarint(b, uint64(len(f)))
 			b = append(b, f...)
 		}
@@ -75,13 +63,7 @@ func stringOf(b []byte) string {
 // 7.7 MB more held for the life of the index), so b must never be written
 // afterwards.
 func decodeCatalog(b []byte) ([]catalog.Tool, error) {
-	fields := catalogFields
-	switch {
-	case len(b) < len(catalogMagic):
-		return nil, fmt.Errorf("%w: bad header", errBadCatalog)
-	case string(b[:len(catalogMagic)]) == catalogMagicV2:
-		fields--
-	case string(b[:len(catalogMagic)]) != catalogMagic:
+	if len(b) < len(catalogMagic) || string(b[:len(catalogMagic)]) != catalogMagic {
 		return nil, fmt.Errorf("%w: bad header", errBadCatalog)
 	}
 	b = b[len(catalogMagic):]
@@ -103,7 +85,7 @@ func decodeCatalog(b []byte) ([]catalog.Tool, error) {
 	}
 	for i := range tools {
 		var fs [catalogFields][]byte
-		for j := range fields {
+		for j := range fs {
 			f, err := next()
 			if err != nil {
 				return nil, err

@@ -211,7 +211,7 @@ func ParamsText(t Tool) string {
 // output schema is hashed only when the tool has one, its length marked
 // (outputMark) so that it cannot read as the next tool's server: a catalog
 // without output schemas keeps the fingerprint it had before they were
-// kept, and its index on disk stays up to date. Schemas are hashed as
+// kept. Schemas are hashed as
 // they are (only surrounding space and a JSON null are normalised): backends
 // serialise them the same way every time, and re-compacting every schema on
 // every start cost more than the rest of opening an index. A schema that

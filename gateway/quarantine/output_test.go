@@ -39,6 +39,9 @@ func TestGuardOutputSchema(t *testing.T) {
 	if h == nil || !slices.Contains(rules(h.Findings), "hidden-tag@outputSchema.properties.sky.description") {
 		t.Fatalf("a poisoned output schema: held %+v, want hidden-tag@outputSchema.properties.sky.description", h)
 	}
+	if r := h.Reason(); !strings.Contains(r, "in outputSchema.properties.*.description") || strings.Contains(r, "sky") {
+		t.Errorf("the reason a model reads: %q, want the field as outputSchema.properties.*.description", r)
+	}
 	if h.Definition == nil || !strings.Contains(h.Definition.OutputSchema, "id_rsa") {
 		t.Errorf("held definition %+v does not show the output schema", h.Definition)
 	}

@@ -83,7 +83,7 @@ func (f Finding) Detail() string { return f.What() + " in " + f.Field }
 // or a JSON Schema keyword: the only ones ModelField keeps.
 var fieldWords = func() map[string]bool {
 	m := map[string]bool{}
-	for _, w := range strings.Fields(`name title description annotations inputSchema serverInfo instructions
+	for _, w := range strings.Fields(`name title description annotations inputSchema outputSchema serverInfo instructions
 		type properties items prefixItems additionalProperties patternProperties propertyNames unevaluatedProperties unevaluatedItems
 		required enum const default examples format pattern $ref $schema $id $anchor $comment $defs definitions
 		anyOf oneOf allOf not if then else dependentSchemas dependentRequired contains contentMediaType contentEncoding

@@ -8,7 +8,8 @@
 //   - Scanner flags a definition (Scan): hidden-instruction tags and
 //     phrases, instructions to read credential paths, Unicode tag
 //     characters, zero-width and bidi controls, overlong text; over the
-//     name, title, description and every string of the input schema.
+//     name, title, description and every string of the input and output
+//     schemas.
 //   - Guard pins each definition's hash when first seen and decides, for
 //     every tool a backend lists, whether it is quarantined: flagged and
 //     not approved, or changed since its pin (Options.OnChange). It keeps
@@ -117,6 +118,14 @@ type Pin struct {
 	// guard without SourceOf: the next listing that leaves it out marks it
 	// unlisted, whichever config it comes from.
 	Sources []string `json:"sources,omitempty"`
+	// OutputPinned says that the hashes (Pinned, Current) cover the
+	// tool's output schema, which a full search_tools answer shows. A pin
+	// written before they did (by a toolgate of before 2026-12-07 20th
+	// session) lacks it: the first listing after the upgrade pins the
+	// output schema listed then with the definition it had pinned
+	// (upgraded), as a tool first seen is pinned, rather than holding
+	// every tool that declares one as changed.
+	OutputPinned bool `json:"outputPinned,omitempty"`
 }
 
 // maxSources bounds Pin.Sources: a config moved is another source, and
@@ -214,8 +223,9 @@ type Hold struct {
 }
 
 // Definition is a held tool's definition in words a reviewer reads: the
-// title, the description and the input schema (compact JSON), each cut at
-// maxShownText characters (Cut says one was; the hash covers the whole).
+// title, the description and the input and output schemas (compact JSON),
+// each cut at maxShownText characters (Cut says one was; the hash covers
+// the whole).
 type Definition struct {
 	Title string `json:"title,omitempty"`
 	// AnnotationsTitle is the annotations' title when it is another text
@@ -223,6 +233,7 @@ type Definition struct {
 	AnnotationsTitle string `json:"annotationsTitle,omitempty"`
 	Description      string `json:"description"`
 	InputSchema      string `json:"inputSchema,omitempty"`
+	OutputSchema     string `json:"outputSchema,omitempty"`
 	Cut              bool   `json:"cut,omitempty"`
 	// Hints are the held definition's annotation hints, which an
 	// approval accepts with it.
@@ -244,6 +255,9 @@ func definitionOf(t catalog.Tool) *Definition {
 	}
 	d.Title, d.Description, d.InputSchema = cut(t.Title), cut(t.Description), cut(compactSchema(t.InputSchema))
 	d.AnnotationsTitle = cut(AnnotationsTitle(t))
+	if len(t.OutputSchema) > 0 {
+		d.OutputSchema = cut(compactSchema(t.OutputSchema))
+	}
 	d.Hints = HintsOf(t)
 	return d
 }
@@ -522,30 +536,64 @@ func changes(pins, decided map[string]*Pin) bool {
 }
 
 // Hash is the SHA-256 of a definition as the catalog keeps it (server,
-// name, title, description, input schema with its keys sorted, and the
-// annotations' title when it is another text: AnnotationsTitle), so a
+// name, title, description, input schema with its keys sorted, the
+// annotations' title when it is another text: AnnotationsTitle, and the
+// output schema with its keys sorted when the tool declares one), so a
 // schema sent again in another key order is the same definition.
 func Hash(t catalog.Tool) string {
 	schema, ok := decodeSchema(t.InputSchema)
-	return hashOf(t, schema, ok)
+	return hashOf(t, schema, ok, true)
 }
 
-// hashOf is Hash of a definition whose schema is decoded (decodeSchema).
-func hashOf(t catalog.Tool, schema any, ok bool) string {
-	if !ok && len(t.InputSchema) > 0 || ok && duplicateKey(t.InputSchema) != nil {
-		// As listed: a schema that does not decode, or whose decoding
-		// drops the first value of a key given twice (which the model
-		// reads all the same).
-		schema = string(t.InputSchema)
-	}
-	def := []any{t.Server, t.Name, t.Title, t.Description, schema}
+// hashOf is Hash of a definition whose input schema is decoded
+// (decodeSchema); without output, the hash of before output schemas were
+// pinned (upgraded).
+func hashOf(t catalog.Tool, schema any, ok, output bool) string {
+	def := []any{t.Server, t.Name, t.Title, t.Description, hashed(t.InputSchema, schema, ok)}
 	if at := AnnotationsTitle(t); at != "" {
 		// Only then: the pins of every other definition stay as they were.
 		def = append(def, at)
 	}
+	if output && len(t.OutputSchema) > 0 {
+		// Only then, as the annotations' title; in an object, which no
+		// title is.
+		out, ok := decodeSchema(t.OutputSchema)
+		def = append(def, map[string]any{"outputSchema": hashed(t.OutputSchema, out, ok)})
+	}
 	b, _ := json.Marshal(def)
 	h := sha256.Sum256(b)
 	return hex.EncodeToString(h[:])
+}
+
+// hashed is a schema (raw, decoded into v when ok) as a hash reads it:
+// decoded, or as listed when it does not decode or its decoding drops the
+// first value of a key given twice (which the model reads all the same).
+func hashed(raw json.RawMessage, v any, ok bool) any {
+	if !ok && len(raw) > 0 || ok && duplicateKey(raw) != nil {
+		return string(raw)
+	}
+	return v
+}
+
+// upgraded is prev, a pin of tool t written before the hashes covered
+// the output schema (OutputPinned false), as it reads now: a hash of
+// before that is t's (hash of the same definition without its output
+// schema) is t's hash now, so the definition pinned keeps its pin and its
+// approval, with the output schema listed now. A tool without an output
+// schema has the same hash either way.
+func upgraded(prev *Pin, t catalog.Tool, schema any, ok bool, hash string) *Pin {
+	p := *prev
+	p.OutputPinned = true
+	if len(t.OutputSchema) > 0 {
+		before := hashOf(t, schema, ok, false)
+		if p.Pinned == before {
+			p.Pinned = hash
+		}
+		if p.Current == before {
+			p.Current = hash
+		}
+	}
+	return &p
 }
 
 // Options configure a Guard. Nil means defaults.
@@ -1328,13 +1376,17 @@ func (g *Guard) decideAll(pins map[string]*Pin, tools []catalog.Tool, source str
 // decides.
 func (g *Guard) decide(id string, t catalog.Tool, prev *Pin, source string, now time.Time, log *slog.Logger) *Pin {
 	schema, ok := decodeSchema(t.InputSchema)
-	hash := hashOf(t, schema, ok)
+	hash := hashOf(t, schema, ok, true)
 	hints := HintsOf(t)
+	upgrade := prev != nil && !prev.OutputPinned
+	if upgrade {
+		prev = upgraded(prev, t, schema, ok, hash)
+	}
 	var p Pin
 	if prev != nil {
 		p = *prev
 	} else {
-		p = Pin{Pinned: hash, FirstSeen: now}
+		p = Pin{Pinned: hash, FirstSeen: now, OutputPinned: true}
 	}
 	if p.Hints == nil && hash == p.Pinned {
 		p.Hints = hints // first seen, or a pin from before hints were kept
@@ -1406,9 +1458,10 @@ func (g *Guard) decide(id string, t catalog.Tool, prev *Pin, source string, now 
 				"approve", g.opts.Command("toolgate", "tools", "approve", id, "--sha256", short(p.Shown())))
 		}
 	}
-	if hash == p.Pinned && (p.Texts == nil || prev == nil || prev.Pinned != hash) {
+	if hash == p.Pinned && (p.Texts == nil || prev == nil || prev.Pinned != hash || upgrade) {
 		// Accepted now (first seen, followed), or a pin from before the
-		// texts were kept: keep the texts the hash stands for.
+		// texts (or the output schema) were kept: keep the texts the hash
+		// stands for.
 		p.Texts = textsOf(t)
 	}
 	if p.Current == p.Pinned {

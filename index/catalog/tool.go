@@ -35,6 +35,12 @@ type Tool struct {
 	// filter on readOnlyHint; empty when the tool declares none. They are
 	// not indexed.
 	Annotations json.RawMessage `json:"annotations,omitempty"`
+	// OutputSchema is the backend tool's outputSchema as listed (empty
+	// when it declares none): what its structuredContent holds, which a
+	// full search_tools answer shows so that an agent can plan the steps
+	// after a call. Like the annotations it is never indexed: the text
+	// searched and embedded is the same with it or without it.
+	OutputSchema json.RawMessage `json:"output_schema,omitempty"`
 }
 
 // ID is the namespaced name the client sees: server__tool.

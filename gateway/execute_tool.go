@@ -312,10 +312,23 @@ func ownMeta(res *mcp.CallToolResult) *mcp.CallToolResult {
 		return res
 	}
 	out := *res
-	out.Meta = maps.Clone(res.Meta)
-	maps.DeleteFunc(out.Meta, func(k string, _ any) bool { return reservedMetaKey(k) })
-	if len(out.Meta) == 0 {
-		out.Meta = nil
+	out.Meta = nil
+	// Not maps.Clone: a _meta go-sdk decoded is a map made for 64 keys
+	// (segmentio's decoder), and a clone keeps its size, about 5 KB of
+	// every call's garbage for a backend's serverInfo alone.
+	kept := 0
+	for k := range res.Meta {
+		if !reservedMetaKey(k) {
+			kept++
+		}
+	}
+	if kept > 0 {
+		out.Meta = make(mcp.Meta, kept)
+		for k, v := range res.Meta {
+			if !reservedMetaKey(k) {
+				out.Meta[k] = v
+			}
+		}
 	}
 	return &out
 }
@@ -386,8 +399,12 @@ func reservedMetaKey(k string) bool {
 	if !ok {
 		return false
 	}
-	labels := strings.Split(prefix, ".")
-	return len(labels) > 1 && (labels[1] == "modelcontextprotocol" || labels[1] == "mcp")
+	_, rest, ok := strings.Cut(prefix, ".")
+	if !ok {
+		return false
+	}
+	second, _, _ := strings.Cut(rest, ".")
+	return second == "modelcontextprotocol" || second == "mcp"
 }
 
 // objectStructured is res as a client of req's protocol may take it. From

@@ -494,3 +494,34 @@ func TestStalledClientHoldsNoOtherCalls(t *testing.T) {
 		t.Errorf("the stalled client got %d of %d progress notifications before its result, want the first, those queued (up to %d), and the rest dropped", progress, steps, relayQueue)
 	}
 }
+
+// TestCallEventsUnasked: a call whose client asked for neither progress
+// nor log messages gets no relay, and making none allocates nothing (the
+// relay's queue of relayQueue writes was made for every call, about 2.4 KB
+// of garbage a call); a progress token still gets one.
+func TestCallEventsUnasked(t *testing.T) {
+	g, _ := newTestGateway(t, &fakeCaller{})
+	ct, st := mcp.NewInMemoryTransports()
+	ctx := context.Background()
+	ss, err := g.Server().Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "c"}, nil).Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close(); ss.Wait() })
+
+	req := &mcp.CallToolRequest{Session: ss, Params: &mcp.CallToolParamsRaw{Name: ExecuteToolName}}
+	var ev *backend.CallEvents
+	if n := testing.AllocsPerRun(100, func() { ev, _ = g.callEvents(ctx, req, "fake", "echo") }); n != 0 || ev != nil {
+		t.Errorf("callEvents of a call that asked for nothing: events %v, %.0f allocations; want none", ev, n)
+	}
+	req.Params.Meta = mcp.Meta{"progressToken": "p1"}
+	ev, relayed := g.callEvents(ctx, req, "fake", "echo")
+	if ev == nil || ev.Progress == nil || relayed == nil {
+		t.Fatalf("callEvents of a call with a progress token: events %v, want its progress relayed", ev)
+	}
+	relayed(ctx)
+}

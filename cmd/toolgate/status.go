@@ -209,7 +209,8 @@ func runStatus(ctx context.Context, w io.Writer, f statusFlags) error {
 			return anyPortError(f.dataDir(cfg), f.config, addr)
 		}
 	}
-	if addr == "" {
+	fellBack := addr == ""
+	if fellBack {
 		addr = cmp.Or(f.fallback, defaultStatusAddr)
 	}
 	front.addr = addr
@@ -252,6 +253,12 @@ func runStatus(ctx context.Context, w io.Writer, f statusFlags) error {
 	body, rep, err := readStatus(resp, u)
 	if err != nil {
 		return err
+	}
+	if p := rep.Process; fellBack && cfg != nil && p != nil && len(p.Config) > 0 && !slices.Contains(p.Config, absPaths([]string{f.config})[0]) {
+		// The default address answered for another config (the gateway of
+		// `make run`, say): its status is not this config's.
+		return fmt.Errorf("the gateway at %s serves another config (%s), not %s%s\n%s",
+			hostOf(u), strings.Join(p.Config, " + "), f.config, noneLocal, startOne(hostOf(u)))
 	}
 	if err := writeStatus(w, body, rep, f.asJSON); err != nil {
 		return err

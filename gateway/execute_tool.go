@@ -148,10 +148,10 @@ func (g *Gateway) handleExecute(ctx context.Context, req *mcp.CallToolRequest) (
 		// A stateless HTTP request: the call ends when its client goes
 		// (go-sdk ties the handler to the request for 2026-07-28 clients
 		// only).
-		var cancel context.CancelFunc
-		cctx, cancel = context.WithCancel(cctx)
-		defer cancel()
-		defer context.AfterFunc(hc, cancel)()
+		var cancel context.CancelCauseFunc
+		cctx, cancel = context.WithCancelCause(cctx)
+		defer cancel(nil)
+		defer context.AfterFunc(hc, func() { cancel(callEnded(hc)) })()
 	}
 	ev, relayed := g.callEvents(ctx, req, tool.Server, tool.Name)
 	if ev != nil {
@@ -963,12 +963,22 @@ func (g *Gateway) callError(ctx context.Context, name, server string, err error)
 		return toolError("execute_tool %s: the call timed out and was cancelled on the server: %v. Retry with a smaller request, or later.", name, err)
 	case errors.Is(context.Cause(ctx), ErrStopping):
 		note.reason = "the gateway stopped while the call ran"
+		g.log.Info("tool call cancelled", "tool", name, "server", server, "why", note.reason)
 		return toolError("execute_tool %s: the gateway is stopping, so the call was cancelled on the server (it may have done part of its work). Retry once the gateway runs again.", name)
 	case keyEnded(ctx):
 		note.reason = ErrKeyRevoked.Error() + ": the call was cancelled" + mayHaveRun(err)
+		g.log.Info("tool call cancelled", "tool", name, "server", server, "why", note.reason)
 		return toolError("execute_tool %s: %s. Run it again with a valid API key.", name, note.reason)
 	case ctx.Err() != nil:
-		note.reason = "cancelled by the client" + mayHaveRun(err)
+		// Who ended it: its client cancelling (ErrClientCancelled), or
+		// going away (ErrClientGone; stateless HTTP has no such thing:
+		// a closed request is how its client cancels).
+		note.reason = ErrClientCancelled.Error()
+		if why := context.Cause(ctx); errors.Is(why, ErrClientGone) {
+			note.reason = why.Error() + ": the call was cancelled"
+		}
+		note.reason += mayHaveRun(err)
+		g.log.Info("tool call cancelled", "tool", name, "server", server, "why", note.reason)
 		return toolError("execute_tool %s: %s.", name, note.reason)
 	default:
 		if pages, ok := pagesToOpen(err); ok {

@@ -85,7 +85,7 @@ const (
 	ModeNormal          = "normal"
 	ModeCrashAtStart    = "crash-at-start"    // writes to stderr and exits 3 before speaking MCP
 	ModeCrashMidCall    = "crash-mid-call"    // tool "crash" exits the process (status 2)
-	ModeHang            = "hang"              // tool "hang" blocks until cancelled (logs "hang: cancelled" to stderr); tool "hangs" answers HangCount
+	ModeHang            = "hang"              // tool "hang" blocks until cancelled (logs "hang: cancelled" to stderr); tool "hangs" answers HangCount; tool "hang-reasons" the reason of each notifications/cancelled read, one a line
 	ModeIgnoreDiscover  = "ignore-discover"   // legacy server: drops server/discover silently
 	ModeExitOnDiscover  = "exit-on-discover"  // legacy server that takes only initialize as its first message: any other first line ends it (status 1, nothing on stdout), as rmcp 0.8.5's stdio server does
 	ModeStrictDiscover  = "strict-discover"   // refuses a legacy initialize that follows server/discover, every time (see strictDiscover)
@@ -707,6 +707,17 @@ func NewServer(modes Modes) *mcp.Server {
 	if modes[ModeHang] {
 		var mu sync.Mutex
 		var waiting, cancelled int
+		var reasons []string // of each notifications/cancelled read
+		srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+				if p, ok := req.GetParams().(*mcp.CancelledParams); ok && method == "notifications/cancelled" && p != nil {
+					mu.Lock()
+					reasons = append(reasons, p.Reason)
+					mu.Unlock()
+				}
+				return next(ctx, method, req)
+			}
+		})
 		mcp.AddTool(srv, &mcp.Tool{Name: "hang", Description: "Never answer (until cancelled)."},
 			func(ctx context.Context, _ *mcp.CallToolRequest, _ NoArgs) (*mcp.CallToolResult, any, error) {
 				mu.Lock()
@@ -725,6 +736,12 @@ func NewServer(modes Modes) *mcp.Server {
 				mu.Lock()
 				defer mu.Unlock()
 				return text(HangCount(waiting, cancelled)), nil, nil
+			})
+		mcp.AddTool(srv, &mcp.Tool{Name: "hang-reasons", Description: "Say the reason of each notifications/cancelled read, one a line."},
+			func(context.Context, *mcp.CallToolRequest, NoArgs) (*mcp.CallToolResult, any, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				return text(strings.Join(reasons, "\n")), nil, nil
 			})
 	}
 	if modes[ModeHugeOutput] {

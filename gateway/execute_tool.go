@@ -239,15 +239,7 @@ func definedContent(req *mcp.CallToolRequest, res *mcp.CallToolResult) *mcp.Call
 		return res
 	}
 	pv := ip.ProtocolVersion
-	undefined := func(c mcp.Content) bool {
-		switch c.(type) {
-		case *mcp.ResourceLink:
-			return true
-		case *mcp.AudioContent:
-			return pv < audioVersion
-		}
-		return false
-	}
+	undefined := func(c mcp.Content) bool { return undefinedAt(pv, c) }
 	var raw []byte // structuredContent's JSON, when no text says anything
 	if !slices.ContainsFunc(res.Content, isText) {
 		raw = structuredJSON(res.StructuredContent)
@@ -261,19 +253,38 @@ func definedContent(req *mcp.CallToolRequest, res *mcp.CallToolResult) *mcp.Call
 		out.Content = append(out.Content, &mcp.TextContent{Text: string(raw)})
 	}
 	for i, c := range out.Content {
-		if !undefined(c) {
-			continue
-		}
-		switch c := c.(type) {
-		case *mcp.ResourceLink:
-			out.Content[i] = &mcp.TextContent{Text: linkText(c), Meta: c.Meta, Annotations: c.Annotations}
-		case *mcp.AudioContent:
-			out.Content[i] = &mcp.TextContent{Text: fmt.Sprintf(
-				"Audio left out (%s, %d bytes): protocol %s has no audio content; a client of protocol %s or later receives it.",
-				cmp.Or(c.MIMEType, "no type given"), len(c.Data), pv, audioVersion), Meta: c.Meta, Annotations: c.Annotations}
-		}
+		out.Content[i] = definedAt(pv, c)
 	}
 	return &out
+}
+
+// undefinedAt reports whether protocol version pv lacks c's content type:
+// a resource link before 2025-06-18, audio before 2025-03-26.
+func undefinedAt(pv string, c mcp.Content) bool {
+	switch c.(type) {
+	case *mcp.ResourceLink:
+		return pv < resourceLinkVersion
+	case *mcp.AudioContent:
+		return pv < audioVersion
+	}
+	return false
+}
+
+// definedAt is c, or a text block that says what it was when protocol
+// version pv lacks its type (undefinedAt); its annotations and _meta stay.
+func definedAt(pv string, c mcp.Content) mcp.Content {
+	if !undefinedAt(pv, c) {
+		return c
+	}
+	switch c := c.(type) {
+	case *mcp.ResourceLink:
+		return &mcp.TextContent{Text: linkText(c), Meta: c.Meta, Annotations: c.Annotations}
+	case *mcp.AudioContent:
+		return &mcp.TextContent{Text: fmt.Sprintf(
+			"Audio left out (%s, %d bytes): protocol %s has no audio content; a client of protocol %s or later receives it.",
+			cmp.Or(c.MIMEType, "no type given"), len(c.Data), pv, audioVersion), Meta: c.Meta, Annotations: c.Annotations}
+	}
+	return c
 }
 
 // linkText is what a resource link says, as text: `Resource link:

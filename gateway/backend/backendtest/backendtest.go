@@ -1039,6 +1039,9 @@ const (
 	CannotAsk = "cannot ask: no "
 )
 
+// sampleAudio is the state prefix of sample_audio's question.
+const sampleAudio = "audio|"
+
 // ConfirmMessage is the question of "confirm" for text.
 func ConfirmMessage(text string) string { return "Confirm " + text + "?" }
 
@@ -1048,6 +1051,7 @@ func ConfirmMessage(text string) string { return "Confirm " + text + "?" }
 //
 //	confirm {"text"}        elicitation (form ConfirmSchema): "accept {...}", "decline" or "cancel"
 //	sample {"text"}         sampling: "model said: <the model's text>"
+//	sample_audio {"text"}   sample, with a second message of audio (audio/wav)
 //	roots                   roots: "roots: <uri> <uri>..."
 //	confirm_sample {"text"} confirm, then (accepted) sample: two rounds
 //	confirm_anyway {"text"} confirm, even when the client cannot answer
@@ -1084,11 +1088,13 @@ func addAskTools(srv *mcp.Server) {
 		if c := req.ClientCapabilities(); c == nil || c.Sampling == nil {
 			return CannotAsk + "sampling", nil
 		}
+		msgs := []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: text}}}
+		if strings.HasPrefix(state, sampleAudio) {
+			msgs = append(msgs, &mcp.SamplingMessage{Role: "user", Content: &mcp.AudioContent{MIMEType: "audio/wav", Data: []byte("RIFF")}})
+		}
 		return "", &mcp.CallToolResult{
-			InputRequests: mcp.InputRequestMap{"sample": &mcp.CreateMessageParams{
-				MaxTokens: 50, Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: text}}},
-			}},
-			RequestState: state + "sample:" + text,
+			InputRequests: mcp.InputRequestMap{"sample": &mcp.CreateMessageParams{MaxTokens: 50, Messages: msgs}},
+			RequestState:  state + "sample:" + text,
 		}
 	}
 	mcp.AddTool(srv, &mcp.Tool{Name: "confirm", Description: "Ask the user to confirm the text (elicitation)."},
@@ -1114,6 +1120,14 @@ func addAskTools(srv *mcp.Server) {
 	mcp.AddTool(srv, &mcp.Tool{Name: "sample", Description: "Ask the client's model about the text (sampling)."},
 		func(_ context.Context, req *mcp.CallToolRequest, a EchoArgs) (*mcp.CallToolResult, any, error) {
 			answer, ask := sample(req, a.Text, "")
+			if ask != nil {
+				return ask, nil, nil
+			}
+			return text(answer), nil, nil
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "sample_audio", Description: "Ask the client's model about the text and a sound (sampling with audio)."},
+		func(_ context.Context, req *mcp.CallToolRequest, a EchoArgs) (*mcp.CallToolResult, any, error) {
+			answer, ask := sample(req, a.Text, sampleAudio)
 			if ask != nil {
 				return ask, nil, nil
 			}

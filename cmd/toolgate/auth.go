@@ -201,7 +201,7 @@ func secretsOf(s config.Server) func(string) string {
 func oauthServer(s config.Server) oauth.Server {
 	o := oauth.Server{Name: s.Name, URL: s.URL, Transport: s.Type}
 	if s.OAuth != nil {
-		o.ClientID, o.ClientSecret, o.Scopes = s.OAuth.ClientID, s.OAuth.ClientSecret, s.OAuth.Scopes
+		o.ClientID, o.ClientSecret, o.Scopes, o.RedirectURI = s.OAuth.ClientID, s.OAuth.ClientSecret, s.OAuth.Scopes, s.OAuth.RedirectURI
 	}
 	return o
 }

@@ -369,6 +369,11 @@ func checkOAuth(o OAuth) [][2]string {
 			out = append(out, [2]string{fmt.Sprintf(".scopes[%d]", i), fmt.Sprintf("%q is not a scope: give one scope per string, without spaces or quotes, e.g. [\"read\", \"write\"]", sc)})
 		}
 	}
+	if o.RedirectURI != "" {
+		if msg := CheckRedirectURI(o.RedirectURI); msg != "" {
+			out = append(out, [2]string{".redirectUri", msg})
+		}
+	}
 	return out
 }
 

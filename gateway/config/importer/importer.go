@@ -534,8 +534,8 @@ var bareVar = regexp.MustCompile(`\$([A-Za-z_][A-Za-z0-9_]*)`)
 // "httpUrl", renamed with the other clients' keys); "timeout" is a
 // request's, in milliseconds (callTimeout); "includeTools" and
 // "excludeTools" are noted (toolList); $NAME becomes ${NAME}; an "oauth"
-// object keeps what toolgate's has (clientId, clientSecret, scopes: it
-// discovers the rest); a server "mcp.excluded" names, or "mcp.allowed"
+// object keeps what toolgate's has (clientId, clientSecret, scopes, a
+// loopback redirectUri: it discovers the rest); a server "mcp.excluded" names, or "mcp.allowed"
 // does not, is imported disabled.
 func (x *rewriter) gemini(name string, e map[string]any) {
 	for k, v := range e {
@@ -557,6 +557,11 @@ func (x *rewriter) gemini(name string, e map[string]any) {
 			if v, ok := o[k]; ok {
 				kept[k] = v
 			}
+		}
+		// A loopback redirectUri is the one its client is registered
+		// with (Gemini's default http://localhost:7777/oauth/callback).
+		if u, ok := o["redirectUri"].(string); ok && config.CheckRedirectURI(u) == "" {
+			kept["redirectUri"] = u
 		}
 		if on, ok := o["enabled"].(bool); ok && !on || len(kept) == 0 {
 			delete(e, "oauth")

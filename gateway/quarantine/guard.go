@@ -70,8 +70,9 @@ const (
 
 // Pin is what the pins file knows of one tool.
 type Pin struct {
-	// Pinned is the SHA-256 of the definition accepted: the first one
-	// seen, or the one approved last.
+	// Pinned is the SHA-256 of the definition accepted (Hash: its output
+	// schema is pinned apart, PinnedOutput): the first one seen, or the one
+	// approved last.
 	Pinned    string    `json:"pinned"`
 	FirstSeen time.Time `json:"firstSeen"`
 	// Approved says a person approved the pinned definition (`toolgate

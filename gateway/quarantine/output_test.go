@@ -339,3 +339,21 @@ func TestGuardPinsWithOutputInHash(t *testing.T) {
 		t.Errorf("%s approved: %+v, want released with its output schema pinned", held2.ID(), p)
 	}
 }
+
+// Under onDefinitionChange "warn", an output schema changed is logged
+// (the hashes shown differ) and followed: pinned, nothing held.
+func TestGuardOutputSchemaWarn(t *testing.T) {
+	g, _, logs := newGuard(t, &Options{OnChange: OnChangeWarn})
+	g.Observe([]catalog.Tool{weatherOut})
+	changed := weatherOut
+	changed.OutputSchema = json.RawMessage(`{"type":"object","properties":{"kelvin":{"type":"number"}}}`)
+	g.Observe([]catalog.Tool{changed})
+	p := g.Snapshot().Pins()[weatherOut.ID()]
+	if p.Hold != nil || p.Followed != FollowedWarn || p.PinnedOutput != OutputHash(changed) || !p.listsPinned() {
+		t.Fatalf("output schema changed under warn: %+v, want it followed", p)
+	}
+	was := (&Pin{Current: Hash(weatherOut), CurrentOutput: OutputHash(weatherOut)}).Shown()
+	if l := logs.String(); !strings.Contains(l, "tool definition changed") || !strings.Contains(l, "was="+short(was)) || !strings.Contains(l, "now="+short(p.Shown())) {
+		t.Errorf("the warning does not tell the two definitions apart:\n%s", l)
+	}
+}

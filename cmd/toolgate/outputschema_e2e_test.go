@@ -23,7 +23,9 @@ import (
 // (testdata/pins-before-output-schemas.json: the main branch's binary of
 // 2026-12-07 serving examples/toolgate.json, its "sources" left out; its
 // hashes leave output schemas out) holds none of them at the upgrade:
-// each pin has the output schema listed then pinned with it.
+// each pin has the output schema listed then pinned with it, apart from
+// its hash, which stays the one that toolgate wrote, so that rolled back
+// to, it holds none of them either (quarantine's TestGuardRollback).
 func TestOutputSchemaUpgrade(t *testing.T) {
 	cfg := bundledConfig(t, nil)
 	data := t.TempDir()
@@ -103,10 +105,18 @@ func TestOutputSchemaUpgrade(t *testing.T) {
 	if err := json.Unmarshal(before, &old); err != nil {
 		t.Fatal(err)
 	}
-	for id := range old.Tools {
+	outputs := 0
+	for id, was := range old.Tools {
 		p := f.Tools[id]
-		if p == nil || !p.OutputPinned || p.Hold != nil || p.Pinned != p.Current {
-			t.Errorf("%s after the upgrade: %+v, want its output schema pinned and nothing held", id, p)
+		if p == nil || !p.OutputPinned || p.Hold != nil || p.Pinned != was.Pinned || p.Current != p.Pinned || p.CurrentOutput != p.PinnedOutput {
+			t.Errorf("%s after the upgrade: %+v, want its output schema pinned, its hash the one of before (%s) and nothing held", id, p, was.Pinned)
+			continue
 		}
+		if p.PinnedOutput != "" {
+			outputs++
+		}
+	}
+	if outputs != 24 {
+		t.Errorf("%d pins have an output schema pinned, want the 24 tools that declare one", outputs)
 	}
 }

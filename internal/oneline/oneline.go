@@ -42,3 +42,16 @@ const EchoRunes = 120
 
 // Echo is Cut(s, EchoRunes).
 func Echo(s string) string { return Cut(s, EchoRunes) }
+
+// Clip cuts s to at most n bytes and "…" when it is longer, at the start
+// of a character: a cut at a byte count fell inside a character of text
+// outside ASCII (a Japanese server's stderr) and left a broken sequence.
+func Clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}

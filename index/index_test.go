@@ -64,6 +64,11 @@ func TestAnalyzer(t *testing.T) {
 		{"ＳＴＲＡＳＳＥ", analyzerFilters, []string{"strass"}},
 		{"ﾌｧｲﾙ", analyzerFilters, []string{"ファ", "ァイ", "イル"}},
 		{"cafe\u0301 crème", analyzerFilters, []string{"café", "crème"}},
+		// A vowel sign that takes a space of its own (Devanagari ा,
+		// Tamil ு) is part of its word: फ़ाइल was cut in two and the
+		// Tamil signs dropped.
+		{"फ़ाइल पढ़ें", analyzerFilters, []string{"फ़ाइल", "पढ़ें"}},
+		{"அனுப்பு செய்தி", analyzerFilters, []string{"அனுப்பு", "செய்தி"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {

@@ -635,7 +635,7 @@ func otherSeparator(n string, ids []string) []string {
 	for _, sep := range []string{".", "/", ":", "_"} {
 		for i := strings.Index(n, sep); i > 0; {
 			id := n[:i] + catalog.Sep + n[i+len(sep):]
-			lower[strings.ToLower(id)], folded[catalog.FoldName(id)] = true, true
+			lower[catalog.Caseless(id)], folded[catalog.FoldName(id)] = true, true
 			j := strings.Index(n[i+len(sep):], sep)
 			if j < 0 {
 				break
@@ -648,7 +648,7 @@ func otherSeparator(n string, ids []string) []string {
 	}
 	var same, found []string
 	for _, id := range ids {
-		if lower[strings.ToLower(id)] {
+		if lower[catalog.Caseless(id)] {
 			same = append(same, id)
 		}
 		if folded[catalog.FoldName(id)] {

@@ -539,7 +539,9 @@ func renderSearch(a searchArgs, r SearchResult, args func(server string) map[str
 		return b.String()
 	}
 	if r.NoMatch {
-		fmt.Fprintf(&b, "No %stool fits %q well (mode %s). Rephrase the task in other words (in English, the tools' language)", only, oneline.Echo(a.Query), r.Mode)
+		// The language of the descriptions below, which the agent reads:
+		// "in English" was not so of a catalog in Japanese or German.
+		fmt.Fprintf(&b, "No %stool fits %q well (mode %s). Rephrase the task in other words, in the language of the tools' descriptions below", only, oneline.Echo(a.Query), r.Mode)
 		if a.Server != "" {
 			b.WriteString(`, or leave out "server"`)
 		}

@@ -17,7 +17,6 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -34,6 +33,7 @@ import (
 	"github.com/toolgate/toolgate/internal/proxyenv"
 	"github.com/toolgate/toolgate/internal/shellword"
 	"github.com/toolgate/toolgate/internal/storage"
+	"github.com/toolgate/toolgate/internal/termtext"
 	"github.com/toolgate/toolgate/search"
 )
 
@@ -558,7 +558,7 @@ func printStatus(w io.Writer, rep gateway.StatusReport) error {
 	}
 	printSchemaFlaws(w, rep.SchemaFlaws)
 	fmt.Fprintln(w)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	tw := termtext.NewTable(w)
 	fmt.Fprintln(tw, "SERVER\tSTATE\tFOR\tTRANSPORT\tTOOLS\tRESTARTS\tPID\tPROTOCOL\tLAST ERROR")
 	for _, b := range rep.Backends {
 		pid := "-"

@@ -306,7 +306,9 @@ func SplitIdent(b []byte) [][]byte {
 }
 
 // IsWordRune reports whether r belongs to a word (letters, digits and
-// combining marks); the index's tokenizer uses the same rule.
+// combining marks, the spacing vowel signs of Indic scripts among them:
+// without them फ़ाइल was two words and Tamil lost its vowels); the index's
+// tokenizer uses the same rule.
 func IsWordRune(r rune) bool {
-	return unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.Is(unicode.Mn, r)
+	return unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.In(r, unicode.Mn, unicode.Mc, unicode.Me)
 }

@@ -35,7 +35,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode"
 
 	"github.com/pelletier/go-toml/v2"
 	"github.com/tidwall/jsonc"
@@ -726,32 +725,8 @@ func (x *rewriter) rewrite(server string, v any) any {
 	})
 }
 
-// validName makes name a valid server name: runs of other characters
-// become "-".
-func validName(name string) string {
-	if config.ValidName(name) {
-		return name
-	}
-	var b strings.Builder
-	dash := false
-	for _, r := range name {
-		if r < 128 && (unicode.IsLetter(r) || unicode.IsDigit(r)) || r == '_' {
-			b.WriteRune(r)
-			dash = false
-		} else if !dash && b.Len() > 0 {
-			b.WriteByte('-')
-			dash = true
-		}
-	}
-	out := strings.Trim(b.String(), "-_")
-	for strings.Contains(out, "__") {
-		out = strings.ReplaceAll(out, "__", "_")
-	}
-	if out == "" {
-		out = "server"
-	}
-	return out
-}
+// validName makes name a valid server name (config.ASCIIName).
+func validName(name string) string { return config.ASCIIName(name) }
 
 // orderedEntries reads a JSON object's members in the order written.
 type orderedEntries []struct {

@@ -278,7 +278,7 @@ func TestNames(t *testing.T) {
 			t.Errorf("InputVar(%q) = %q, want %q", in, got, want)
 		}
 	}
-	for in, want := range map[string]string{"remote api": "remote-api", "a__b": "a_b", "github.com/x": "github-com-x", "é": "server", "ok_name": "ok_name"} {
+	for in, want := range map[string]string{"remote api": "remote-api", "a__b": "a_b", "github.com/x": "github-com-x", "é": "e", "ok_name": "ok_name", "café": "cafe", "Straße": "Strasse", "天気": "server", "météo 天気": "meteo"} {
 		if got := validName(in); got != want || !config.ValidName(got) {
 			t.Errorf("validName(%q) = %q, want %q", in, got, want)
 		}

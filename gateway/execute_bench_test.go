@@ -149,7 +149,12 @@ func BenchmarkExecuteTool(b *testing.B) {
 			tool := catalog.Tool{Server: "fake", Name: "echo",
 				InputSchema: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"],"additionalProperties":false}`)}
 			fs := &fakeSearcher{tools: []catalog.Tool{tool}}
-			answer := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}
+			// As a go-sdk backend answers: its serverInfo in _meta, which
+			// execute_tool drops, in a map made for 64 keys as go-sdk's
+			// decoder (segmentio/encoding) makes every one.
+			backendMeta := make(mcp.Meta, 64)
+			backendMeta[mcp.MetaKeyServerInfo] = map[string]any{"name": "fake", "version": "0"}
+			answer := &mcp.CallToolResult{Meta: backendMeta, Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}
 			var opts *Options
 			if audited {
 				log := audit.Open(filepath.Join(b.TempDir(), "audit.jsonl"), nil)

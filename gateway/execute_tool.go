@@ -148,10 +148,10 @@ func (g *Gateway) handleExecute(ctx context.Context, req *mcp.CallToolRequest) (
 		// A stateless HTTP request: the call ends when its client goes
 		// (go-sdk ties the handler to the request for 2026-07-28 clients
 		// only).
-		var cancel context.CancelFunc
-		cctx, cancel = context.WithCancel(cctx)
-		defer cancel()
-		defer context.AfterFunc(hc, cancel)()
+		var cancel context.CancelCauseFunc
+		cctx, cancel = context.WithCancelCause(cctx)
+		defer cancel(nil)
+		defer context.AfterFunc(hc, func() { cancel(callEnded(hc)) })()
 	}
 	ev, relayed := g.callEvents(ctx, req, tool.Server, tool.Name)
 	if ev != nil {
@@ -239,15 +239,7 @@ func definedContent(req *mcp.CallToolRequest, res *mcp.CallToolResult) *mcp.Call
 		return res
 	}
 	pv := ip.ProtocolVersion
-	undefined := func(c mcp.Content) bool {
-		switch c.(type) {
-		case *mcp.ResourceLink:
-			return true
-		case *mcp.AudioContent:
-			return pv < audioVersion
-		}
-		return false
-	}
+	undefined := func(c mcp.Content) bool { return undefinedAt(pv, c) }
 	var raw []byte // structuredContent's JSON, when no text says anything
 	if !slices.ContainsFunc(res.Content, isText) {
 		raw = structuredJSON(res.StructuredContent)
@@ -261,19 +253,38 @@ func definedContent(req *mcp.CallToolRequest, res *mcp.CallToolResult) *mcp.Call
 		out.Content = append(out.Content, &mcp.TextContent{Text: string(raw)})
 	}
 	for i, c := range out.Content {
-		if !undefined(c) {
-			continue
-		}
-		switch c := c.(type) {
-		case *mcp.ResourceLink:
-			out.Content[i] = &mcp.TextContent{Text: linkText(c), Meta: c.Meta, Annotations: c.Annotations}
-		case *mcp.AudioContent:
-			out.Content[i] = &mcp.TextContent{Text: fmt.Sprintf(
-				"Audio left out (%s, %d bytes): protocol %s has no audio content; a client of protocol %s or later receives it.",
-				cmp.Or(c.MIMEType, "no type given"), len(c.Data), pv, audioVersion), Meta: c.Meta, Annotations: c.Annotations}
-		}
+		out.Content[i] = definedAt(pv, c)
 	}
 	return &out
+}
+
+// undefinedAt reports whether protocol version pv lacks c's content type:
+// a resource link before 2025-06-18, audio before 2025-03-26.
+func undefinedAt(pv string, c mcp.Content) bool {
+	switch c.(type) {
+	case *mcp.ResourceLink:
+		return pv < resourceLinkVersion
+	case *mcp.AudioContent:
+		return pv < audioVersion
+	}
+	return false
+}
+
+// definedAt is c, or a text block that says what it was when protocol
+// version pv lacks its type (undefinedAt); its annotations and _meta stay.
+func definedAt(pv string, c mcp.Content) mcp.Content {
+	if !undefinedAt(pv, c) {
+		return c
+	}
+	switch c := c.(type) {
+	case *mcp.ResourceLink:
+		return &mcp.TextContent{Text: linkText(c), Meta: c.Meta, Annotations: c.Annotations}
+	case *mcp.AudioContent:
+		return &mcp.TextContent{Text: fmt.Sprintf(
+			"Audio left out (%s, %d bytes): protocol %s has no audio content; a client of protocol %s or later receives it.",
+			cmp.Or(c.MIMEType, "no type given"), len(c.Data), pv, audioVersion), Meta: c.Meta, Annotations: c.Annotations}
+	}
+	return c
 }
 
 // linkText is what a resource link says, as text: `Resource link:
@@ -312,10 +323,23 @@ func ownMeta(res *mcp.CallToolResult) *mcp.CallToolResult {
 		return res
 	}
 	out := *res
-	out.Meta = maps.Clone(res.Meta)
-	maps.DeleteFunc(out.Meta, func(k string, _ any) bool { return reservedMetaKey(k) })
-	if len(out.Meta) == 0 {
-		out.Meta = nil
+	out.Meta = nil
+	// Not maps.Clone: a _meta go-sdk decoded is a map made for 64 keys
+	// (segmentio's decoder), and a clone keeps its size, about 5 KB of
+	// every call's garbage for a backend's serverInfo alone.
+	kept := 0
+	for k := range res.Meta {
+		if !reservedMetaKey(k) {
+			kept++
+		}
+	}
+	if kept > 0 {
+		out.Meta = make(mcp.Meta, kept)
+		for k, v := range res.Meta {
+			if !reservedMetaKey(k) {
+				out.Meta[k] = v
+			}
+		}
 	}
 	return &out
 }
@@ -386,8 +410,12 @@ func reservedMetaKey(k string) bool {
 	if !ok {
 		return false
 	}
-	labels := strings.Split(prefix, ".")
-	return len(labels) > 1 && (labels[1] == "modelcontextprotocol" || labels[1] == "mcp")
+	_, rest, ok := strings.Cut(prefix, ".")
+	if !ok {
+		return false
+	}
+	second, _, _ := strings.Cut(rest, ".")
+	return second == "modelcontextprotocol" || second == "mcp"
 }
 
 // objectStructured is res as a client of req's protocol may take it. From
@@ -607,7 +635,7 @@ func otherSeparator(n string, ids []string) []string {
 	for _, sep := range []string{".", "/", ":", "_"} {
 		for i := strings.Index(n, sep); i > 0; {
 			id := n[:i] + catalog.Sep + n[i+len(sep):]
-			lower[strings.ToLower(id)], folded[catalog.FoldName(id)] = true, true
+			lower[catalog.Caseless(id)], folded[catalog.FoldName(id)] = true, true
 			j := strings.Index(n[i+len(sep):], sep)
 			if j < 0 {
 				break
@@ -620,7 +648,7 @@ func otherSeparator(n string, ids []string) []string {
 	}
 	var same, found []string
 	for _, id := range ids {
-		if lower[strings.ToLower(id)] {
+		if lower[catalog.Caseless(id)] {
 			same = append(same, id)
 		}
 		if folded[catalog.FoldName(id)] {
@@ -963,12 +991,22 @@ func (g *Gateway) callError(ctx context.Context, name, server string, err error)
 		return toolError("execute_tool %s: the call timed out and was cancelled on the server: %v. Retry with a smaller request, or later.", name, err)
 	case errors.Is(context.Cause(ctx), ErrStopping):
 		note.reason = "the gateway stopped while the call ran"
+		g.log.Info("tool call cancelled", "tool", name, "server", server, "why", note.reason)
 		return toolError("execute_tool %s: the gateway is stopping, so the call was cancelled on the server (it may have done part of its work). Retry once the gateway runs again.", name)
 	case keyEnded(ctx):
 		note.reason = ErrKeyRevoked.Error() + ": the call was cancelled" + mayHaveRun(err)
+		g.log.Info("tool call cancelled", "tool", name, "server", server, "why", note.reason)
 		return toolError("execute_tool %s: %s. Run it again with a valid API key.", name, note.reason)
 	case ctx.Err() != nil:
-		note.reason = "cancelled by the client" + mayHaveRun(err)
+		// Who ended it: its client cancelling (ErrClientCancelled), or
+		// going away (ErrClientGone; stateless HTTP has no such thing:
+		// a closed request is how its client cancels).
+		note.reason = ErrClientCancelled.Error()
+		if why := context.Cause(ctx); errors.Is(why, ErrClientGone) {
+			note.reason = why.Error() + ": the call was cancelled"
+		}
+		note.reason += mayHaveRun(err)
+		g.log.Info("tool call cancelled", "tool", name, "server", server, "why", note.reason)
 		return toolError("execute_tool %s: %s.", name, note.reason)
 	default:
 		if pages, ok := pagesToOpen(err); ok {

@@ -42,6 +42,7 @@ import (
 	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/internal/jsonwords"
 	"github.com/toolgate/toolgate/internal/linerpc"
+	"github.com/toolgate/toolgate/internal/oneline"
 	"github.com/toolgate/toolgate/search"
 )
 
@@ -243,11 +244,24 @@ var ErrStopping = errors.New("the gateway is stopping")
 // waited for a running call to end by itself, the whole stop budget.
 func (g *Gateway) stoppable(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if method == "notifications/cancelled" {
+			// Which request, and the client's words: the call's own
+			// context says only that its client cancelled it (go-sdk
+			// does not give a handler its request's id).
+			if p, ok := req.GetParams().(*mcp.CancelledParams); ok && p != nil {
+				g.log.Info("the client cancelled a request", "request", oneline.Echo(fmt.Sprint(p.RequestID)), "reason", oneline.Echo(p.Reason))
+			}
+		}
 		if method != "tools/call" {
 			return next(ctx, method, req)
 		}
-		ctx, cancel := context.WithCancelCause(ctx)
+		// The call's context ends with its client's, with a cause that
+		// says who ended it (callEnded): go-sdk's is context.Canceled
+		// whether the client cancelled or went away.
+		parent := ctx
+		ctx, cancel := context.WithCancelCause(context.WithoutCancel(parent))
 		defer cancel(nil)
+		defer context.AfterFunc(parent, func() { cancel(callEnded(parent)) })()
 		key := &cancel
 		g.inflight.Store(key, cancel)
 		defer g.inflight.Delete(key)
@@ -256,6 +270,33 @@ func (g *Gateway) stoppable(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		return next(ctx, method, req)
 	}
+}
+
+// ErrClientCancelled is the cause of the context of a call its client
+// cancelled (notifications/cancelled, or a closed request over HTTP).
+var ErrClientCancelled = errors.New("cancelled by the client")
+
+// ErrClientGone is the cause of the context of a call whose client went
+// away (its connection ended: stdin closed, its pipe broken).
+var ErrClientGone = errors.New("the client disconnected")
+
+// callEnded says why ctx, the context go-sdk gave a tools/call, ended: a
+// client cancelling or going away (go-sdk's cause: context.Canceled for a
+// cancel, the connection's read or write error for a client gone), an API
+// key revoked, or the gateway stopping.
+func callEnded(ctx context.Context) error {
+	cause := context.Cause(ctx)
+	switch {
+	case keyEnded(ctx):
+		return ErrKeyRevoked
+	case errors.Is(cause, ErrStopping), errors.Is(cause, context.DeadlineExceeded):
+		return cause
+	case errors.Is(cause, context.Canceled):
+		return ErrClientCancelled
+	case errors.Is(cause, io.EOF), errors.Is(cause, io.ErrClosedPipe):
+		return ErrClientGone
+	}
+	return fmt.Errorf("%w (%v)", ErrClientGone, cause)
 }
 
 // StopCalls ends the tools/calls in flight and those that start from now

@@ -83,8 +83,9 @@ var testCatalog = []catalog.Tool{
 	{Server: "memory", Name: "create_entities", Description: "Create multiple new entities in the knowledge graph",
 		InputSchema: json.RawMessage(`{"type":"object","properties":{"entities":{"type":"array","items":{"type":"object"}}},"required":["entities"]}`)},
 	{Server: "filesystem", Name: "list_directory", Description: "Get a detailed listing of all files and directories in a specified path.",
-		InputSchema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}},"required":["path"],"additionalProperties":false}`),
-		Annotations: json.RawMessage(`{"readOnlyHint":true}`)},
+		InputSchema:  json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}},"required":["path"],"additionalProperties":false}`),
+		Annotations:  json.RawMessage(`{"readOnlyHint":true}`),
+		OutputSchema: json.RawMessage(`{"type":"object","properties":{"content":{"type":"string"}},"required":["content"]}`)},
 	{Server: "everything", Name: "add", Description: "Adds two numbers",
 		InputSchema: json.RawMessage(`{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","properties":{"a":{"type":"number"},"b":{"type":"number"}},"required":["a","b"]}`)},
 	{Server: "weird", Name: "do__it", Description: "A tool whose own name holds the separator"},
@@ -254,7 +255,7 @@ func TestSearchTools(t *testing.T) {
 			t.Errorf("structuredContent %s lacks noMatch or confidence", b)
 		}
 		txt := text(res)
-		for _, want := range []string{"No tool fits", "Rephrase the task in other words (in English, the tools' language). The closest tools", "WEAK memory__create_entities", "confidence 0.04",
+		for _, want := range []string{"No tool fits", "Rephrase the task in other words, in the language of the tools' descriptions below. The closest tools", "WEAK memory__create_entities", "confidence 0.04",
 			"\nIf one of them does fit after all, call execute_tool with"} {
 			if !strings.Contains(txt, want) {
 				t.Errorf("text lacks %q:\n%s", want, txt)
@@ -262,7 +263,7 @@ func TestSearchTools(t *testing.T) {
 		}
 		// "server" is named only when the query gave one.
 		res = call(t, connect(t, g2), SearchToolName, map[string]any{"query": "book a flight to Paris", "server": "memory"})
-		if txt := text(res); !strings.Contains(txt, `Rephrase the task in other words (in English, the tools' language), or leave out "server". The closest`) {
+		if txt := text(res); !strings.Contains(txt, `Rephrase the task in other words, in the language of the tools' descriptions below, or leave out "server". The closest`) {
 			t.Errorf("with a server: %s", txt)
 		}
 		// A tool ID of a server the gateway does not have: say so, not only

@@ -226,13 +226,14 @@ func TestSearchAnswersFitOutputSchema(t *testing.T) {
 						seen["annotations"] = seen["annotations"] || ft.Annotations != nil
 						seen["title"] = seen["title"] || ft.Title != ""
 						seen["no schema"] = seen["no schema"] || string(ft.InputSchema) == `{"type":"object"}`
+						seen["outputSchema"] = seen["outputSchema"] || ft.OutputSchema != nil
 					}
 				})
 			}
 		})
 	}
 	// Every kind was met, so none passed by being absent.
-	for _, k := range []string{"noMatch", "no tools", "downServers", "clause", "unavailable", "annotations", "title", "no schema"} {
+	for _, k := range []string{"noMatch", "no tools", "downServers", "clause", "unavailable", "annotations", "title", "no schema", "outputSchema"} {
 		if !seen[k] {
 			t.Errorf("no answer had %s", k)
 		}

@@ -101,6 +101,10 @@ func (g *Gateway) inputRequired(ctx context.Context, req *mcp.CallToolRequest, n
 			name, server, strings.Join(missing, ", "), strings.Join(missing, ", "))
 	}
 	asked, err := askedBy(server, res.InputRequests)
+	if err == nil && !mrtr {
+		// go-sdk's server asks the client itself, at the client's version.
+		asked = definedQuestions(req.Session.InitializeParams().ProtocolVersion, asked)
+	}
 	if err != nil {
 		return toolError("execute_tool %s: server %q asks the client a question it cannot be shown safely: %v. "+
 			"Report it to the server's maintainers, or use another tool.", name, server, err)
@@ -274,6 +278,45 @@ func sampledWithToolsBy(server string, p *mcp.CreateMessageWithToolsParams) *mcp
 		return m
 	})
 	return &out
+}
+
+// definedQuestions is reqs (as askedBy made them: copies) with each
+// sampling message's content block of a type that protocol version pv
+// lacks written as text that says what it was (definedAt), as
+// execute_tool's results are: a client of protocol 2024-11-05 (the Python
+// SDK 1.2.1) refused a sampling request with audio in it, and the call
+// failed. A tool result's content in a message likewise.
+func definedQuestions(pv string, reqs mcp.InputRequestMap) mcp.InputRequestMap {
+	defined := func(c mcp.Content) mcp.Content {
+		if t, ok := c.(*mcp.ToolResultContent); ok {
+			r := *t
+			r.Content = make([]mcp.Content, len(t.Content))
+			for i, x := range t.Content {
+				r.Content[i] = definedAt(pv, x)
+			}
+			return &r
+		}
+		return definedAt(pv, c)
+	}
+	for _, r := range reqs {
+		switch p := r.(type) {
+		case *mcp.CreateMessageParams:
+			for _, m := range p.Messages {
+				if m != nil {
+					m.Content = defined(m.Content)
+				}
+			}
+		case *mcp.CreateMessageWithToolsParams:
+			for _, m := range p.Messages {
+				if m != nil {
+					for i, c := range m.Content {
+						m.Content[i] = defined(c)
+					}
+				}
+			}
+		}
+	}
+	return reqs
 }
 
 // relayedMessages is a copy of msgs, each message as relay makes it of a

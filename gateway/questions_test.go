@@ -5,6 +5,7 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http/httptest"
 	"strings"
 	"sync"
@@ -496,5 +497,52 @@ func TestAskedByHostileElicitationSchema(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), `"k`) {
 			t.Errorf("%s with a control character: err %v, want a refusal naming property \"k…\"", c.what, err)
 		}
+	}
+}
+
+// TestSamplingForOlderClients: a sampling request relayed to a client of
+// a protocol without audio (2024-11-05) has its audio written as text that
+// says what it was, as execute_tool's results are (definedContent): the
+// Python SDK 1.2.1 refused the whole request, and the call failed. A
+// client of 2025-03-26 or later gets the audio as it came.
+func TestSamplingForOlderClients(t *testing.T) {
+	rg := newRealGateway(t, []config.Server{fakeServer(t, "fake", backendtest.ModeAsk)}, nil)
+	ctx := context.Background()
+	for _, c := range []struct{ pv, want string }{
+		{"2024-11-05", "text Audio left out (audio/wav, 4 bytes): protocol 2024-11-05 has no audio content; a client of protocol 2025-03-26 or later receives it."},
+		{"2025-03-26", "audio audio/wav"},
+		{"2025-11-25", "audio audio/wav"},
+		{"2026-07-28", "audio audio/wav"},
+	} {
+		t.Run(c.pv, func(t *testing.T) {
+			var mu sync.Mutex
+			var got []string
+			client := mcp.NewClient(&mcp.Implementation{Name: "old"}, &mcp.ClientOptions{
+				CreateMessageHandler: func(_ context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+					mu.Lock()
+					defer mu.Unlock()
+					for _, m := range req.Params.Messages[1:] {
+						switch x := m.Content.(type) {
+						case *mcp.TextContent:
+							got = append(got, "text "+x.Text)
+						case *mcp.AudioContent:
+							got = append(got, "audio "+x.MIMEType)
+						default:
+							got = append(got, fmt.Sprintf("%T", x))
+						}
+					}
+					return &mcp.CreateMessageResult{Role: "assistant", Model: "m", Content: &mcp.TextContent{Text: "heard"}}, nil
+				},
+			})
+			cs := connectClient(t, rg.g, client, c.pv)
+			if isErr, text := executeText(ctx, t, cs, "fake__sample_audio", map[string]any{"text": "x"}); isErr || text != "model said: heard" {
+				t.Fatalf("sample_audio from a %s client: isError=%v %q", c.pv, isErr, text)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(got) != 1 || got[0] != c.want {
+				t.Errorf("the %s client was asked with the second message %q, want %q", c.pv, got, c.want)
+			}
+		})
 	}
 }

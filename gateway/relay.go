@@ -36,9 +36,13 @@ func (g *Gateway) callEvents(ctx context.Context, req *mcp.CallToolRequest, serv
 	if ss == nil {
 		return nil, nil
 	}
+	tok, level := req.Params.GetProgressToken(), g.logLevel(req)
+	if tok == nil && level == "" {
+		return nil, nil // nothing to relay: no queue of 256 made for it
+	}
 	r := newEventRelay(&g.relayDropped)
 	ev = &backend.CallEvents{}
-	if tok := req.Params.GetProgressToken(); tok != nil {
+	if tok != nil {
 		ev.Progress = func(p *mcp.ProgressNotificationParams) {
 			p.ProgressToken = tok
 			r.send(func() {
@@ -48,7 +52,7 @@ func (g *Gateway) callEvents(ctx context.Context, req *mcp.CallToolRequest, serv
 			})
 		}
 	}
-	if level := g.logLevel(req); level != "" {
+	if level != "" {
 		ev.LogLevel = level
 		ev.Log = func(p *mcp.LoggingMessageParams) {
 			// The client sees which server logged: "memory" or "memory/logger".
@@ -63,9 +67,6 @@ func (g *Gateway) callEvents(ctx context.Context, req *mcp.CallToolRequest, serv
 				}
 			})
 		}
-	}
-	if ev.Progress == nil && ev.Log == nil {
-		return nil, nil
 	}
 	go r.run()
 	return ev, func(wctx context.Context) {

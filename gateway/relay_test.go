@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -21,6 +22,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/backend"
 	"github.com/toolgate/toolgate/gateway/backend/backendtest"
 	"github.com/toolgate/toolgate/gateway/config"
+	"github.com/toolgate/toolgate/internal/linerpc"
 	"github.com/toolgate/toolgate/internal/testenv"
 )
 
@@ -191,17 +193,20 @@ func TestCancelReachesBackend(t *testing.T) {
 	for _, bk := range []struct {
 		name string
 		srv  func(t *testing.T) config.Server
+		// notified: the backend reads notifications/cancelled (not a
+		// stateless one, which sees the POST close).
+		notified bool
 	}{
-		{"stdio", func(t *testing.T) config.Server { return fakeServer(t, "fake", "hang") }},
+		{"stdio", func(t *testing.T) config.Server { return fakeServer(t, "fake", "hang") }, true},
 		{"http", func(t *testing.T) config.Server {
 			return backendtest.NewHTTPServer(t, config.TypeHTTP, backendtest.ModeHang).Config("fake", nil)
-		}},
+		}, true},
 		{"http stateless", func(t *testing.T) config.Server {
 			return backendtest.NewHTTPServer(t, config.TypeHTTP, "hang,stateless,propagate-cancel").Config("fake", nil)
-		}},
+		}, false},
 		{"sse", func(t *testing.T) config.Server {
 			return backendtest.NewHTTPServer(t, config.TypeSSE, backendtest.ModeHang).Config("fake", nil)
-		}},
+		}, true},
 	} {
 		t.Run(bk.name, func(t *testing.T) {
 			// A deadline far beyond the wait: only the cancellation can end the call.
@@ -217,6 +222,10 @@ func TestCancelReachesBackend(t *testing.T) {
 					res, err := rg.pool.CallTool(context.Background(), "fake", "hangs", nil)
 					return err == nil && text(res) == backendtest.HangCount(0, cancelled)
 				})
+				if bk.notified {
+					// Who cancelled it, where go-sdk says "context canceled".
+					waitCancelReasons(t, rg, "fake", strings.Repeat(backend.CancelReasonPrefix+ErrClientCancelled.Error()+"\n", cancelled))
+				}
 			}
 			t.Run("session", func(t *testing.T) {
 				cancelOne(t, connect(t, rg.g))
@@ -233,6 +242,23 @@ func TestCancelReachesBackend(t *testing.T) {
 				})
 			}
 		})
+	}
+}
+
+// waitCancelReasons waits until the hang server named server has read
+// notifications/cancelled with these reasons first (each followed by a
+// newline; a poll that timed out under load adds one of its own).
+func waitCancelReasons(t *testing.T, rg *realGateway, server, want string) {
+	t.Helper()
+	var got string
+	if !testenv.Poll(testenv.Timeout, func() bool {
+		res, err := rg.pool.CallTool(context.Background(), server, "hang-reasons", nil)
+		if err == nil {
+			got = text(res) + "\n"
+		}
+		return strings.HasPrefix(got, want)
+	}) {
+		t.Fatalf("the backend read notifications/cancelled with reasons %q, want %q", got, want)
 	}
 }
 
@@ -290,10 +316,60 @@ func TestTimedOutOrCancelledMayHaveRun(t *testing.T) {
 		t.Errorf("the audit record of a call that timed out says %q, want %q", got, timedOut)
 	}
 
+	waitCancelReasons(t, rg, "late", backend.CancelReasonPrefix+"no answer within 300ms (callTimeout)\n")
+
 	cancelHang(t, rg, cs, 0)
 	if got, want := reason("fake__hang"), "cancelled by the client"+warn; got != want {
 		t.Errorf("the audit record of a call its client cancelled says %q, want %q", got, want)
 	}
+}
+
+// TestCancelSaysWho: a call whose client went away (its connection ended)
+// is cancelled on its backend with a reason that says so, and its audit
+// record too, where the backend read "context canceled" and the record
+// "cancelled by the client". (A cancel, a timeout: TestCancelReachesBackend,
+// TestTimedOutOrCancelledMayHaveRun.)
+func TestCancelSaysWho(t *testing.T) {
+	log := &audittest.Log{}
+	rg := newRealGatewayWith(t, []config.Server{fakeServer(t, "fake", backendtest.ModeHang)}, &backend.Options{CallTimeout: time.Hour}, &Options{Audit: log})
+	// The gateway's stdio transport, and a client that writes its lines
+	// and then closes its end (stdin closed: gone without a cancel).
+	ctx := context.Background()
+	in, client := io.Pipe()
+	out, gw := io.Pipe()
+	go io.Copy(io.Discard, out) //nolint:errcheck // the answers are not read
+	ss, err := rg.g.Server().Connect(ctx, &linerpc.Transport{Reader: in, Writer: gw, Server: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"test","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"execute_tool","arguments":{"name":"fake__hang"}}}`,
+	} {
+		if _, err := io.WriteString(client, line+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testenv.Eventually(t, "the hang call waiting at the backend", func() bool {
+		res, err := rg.pool.CallTool(ctx, "fake", "hangs", nil)
+		return err == nil && text(res) == backendtest.HangCount(1, 0)
+	})
+	client.Close()
+	ss.Wait()
+	waitCancelReasons(t, rg, "fake", backend.CancelReasonPrefix+ErrClientGone.Error()+"\n")
+	want := ErrClientGone.Error() + ": the call was cancelled: " + backend.ErrMayHaveRun.Error()
+	testenv.Eventually(t, "the call's audit record", func() bool {
+		for _, rec := range log.Records() {
+			if rec.Action == ExecuteToolName && rec.Tool == "fake__hang" {
+				if rec.Reason != want {
+					t.Fatalf("the audit record of a call whose client went away says %q, want %q", rec.Reason, want)
+				}
+				return true
+			}
+		}
+		return false
+	})
 }
 
 // TestHTTPStreamsWhenAsked: over streamable HTTP an execute_tool with a
@@ -493,4 +569,35 @@ func TestStalledClientHoldsNoOtherCalls(t *testing.T) {
 	if progress < 2 || progress >= steps {
 		t.Errorf("the stalled client got %d of %d progress notifications before its result, want the first, those queued (up to %d), and the rest dropped", progress, steps, relayQueue)
 	}
+}
+
+// TestCallEventsUnasked: a call whose client asked for neither progress
+// nor log messages gets no relay, and making none allocates nothing (the
+// relay's queue of relayQueue writes was made for every call, about 2.4 KB
+// of garbage a call); a progress token still gets one.
+func TestCallEventsUnasked(t *testing.T) {
+	g, _ := newTestGateway(t, &fakeCaller{})
+	ct, st := mcp.NewInMemoryTransports()
+	ctx := context.Background()
+	ss, err := g.Server().Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "c"}, nil).Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close(); ss.Wait() })
+
+	req := &mcp.CallToolRequest{Session: ss, Params: &mcp.CallToolParamsRaw{Name: ExecuteToolName}}
+	var ev *backend.CallEvents
+	if n := testing.AllocsPerRun(100, func() { ev, _ = g.callEvents(ctx, req, "fake", "echo") }); n != 0 || ev != nil {
+		t.Errorf("callEvents of a call that asked for nothing: events %v, %.0f allocations; want none", ev, n)
+	}
+	req.Params.Meta = mcp.Meta{"progressToken": "p1"}
+	ev, relayed := g.callEvents(ctx, req, "fake", "echo")
+	if ev == nil || ev.Progress == nil || relayed == nil {
+		t.Fatalf("callEvents of a call with a progress token: events %v, want its progress relayed", ev)
+	}
+	relayed(ctx)
 }

@@ -86,6 +86,23 @@ func standInSchema(id string, schema json.RawMessage) json.RawMessage {
 	return b
 }
 
+// standInOutput is standInSchema for the output schema of the tool id:
+// the schema itself, or, over catalog.MaxSchemaShown, an object schema
+// whose description gives its size and how to have the whole (a full
+// answer of that tool alone).
+func standInOutput(id string, schema json.RawMessage) json.RawMessage {
+	if len(schema) <= catalog.MaxSchemaShown {
+		return schema
+	}
+	c := shownSchema(schema)
+	if len(c) <= catalog.MaxSchemaShown {
+		return schema
+	}
+	desc := fmt.Sprintf(`The output schema of %s is %d KB, too long for a search answer; %s gives it whole.`, id, len(c)>>10, wholeSchemaCall(id))
+	b, _ := json.Marshal(map[string]string{"type": "object", "description": desc})
+	return b
+}
+
 // wholeSchemaCall is the search that answers with the whole input schema
 // of the tool id: a full answer of that tool alone (its ID as the query
 // ranks it first). A full answer of several tools has standInSchema too:

@@ -497,6 +497,43 @@ func TestExecuteToolNameAsWritten(t *testing.T) {
 	}
 }
 
+// A name outside ASCII runs its tool however Unicode lets it be written
+// (catalog.Caseless): café decomposed (the form a Mac's clipboard gives),
+// STRASSE for straße, full-width letters. The decomposed café answered
+// `unknown tool "intl__café". Closest names: intl__café`, which read the
+// same as the name sent.
+func TestExecuteToolNameBeyondASCII(t *testing.T) {
+	var ran []string
+	caller := &fakeCaller{call: func(server, tool string, args map[string]any) (*mcp.CallToolResult, error) {
+		ran = append(ran, server+"/"+tool)
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil
+	}}
+	g, fs := newTestGateway(t, caller)
+	fs.tools = append(fs.tools[:len(fs.tools):len(fs.tools)],
+		catalog.Tool{Server: "memory", Name: "café"}, catalog.Tool{Server: "memory", Name: "straße_suchen"},
+		catalog.Tool{Server: "memory", Name: "天気を取得"}, catalog.Tool{Server: "memory", Name: "ıslak"})
+	cs := connect(t, g)
+	for name, want := range map[string]string{
+		"memory__cafe\u0301":     "memory/café",
+		"MEMORY__CAFE\u0301":     "memory/café",
+		"memory__STRASSE_SUCHEN": "memory/straße_suchen",
+		"memory__strasse-suchen": "memory/straße_suchen",
+		"ｍｅｍｏｒｙ__天気を取得":          "memory/天気を取得",
+		"memory.cafe\u0301":      "memory/café",
+	} {
+		ran = nil
+		res := call(t, cs, ExecuteToolName, map[string]any{"name": name})
+		if res.IsError || len(ran) != 1 || ran[0] != want {
+			t.Errorf("%q: ran %v, want %s: %s", name, ran, want, text(res))
+		}
+	}
+	// ı is another letter than i, as Unicode folds them: named, not run.
+	ran = nil
+	if res := call(t, cs, ExecuteToolName, map[string]any{"name": "memory__islak"}); !res.IsError || len(ran) != 0 || !strings.Contains(text(res), "memory__ıslak") {
+		t.Errorf("memory__islak: isError=%v, ran %v: %s", res.IsError, ran, text(res))
+	}
+}
+
 // A tools/call of a tool search_tools found, made directly instead of
 // through execute_tool, is told how to run it (go-sdk said only `unknown
 // tool "everything__add"`); nothing reaches the backend.

@@ -69,9 +69,15 @@ type FoundTool struct {
 	// (readOnlyHint, destructiveHint, idempotentHint, openWorldHint,
 	// title); absent when it declared none.
 	Annotations json.RawMessage `json:"annotations,omitempty"`
-	Score       float64         `json:"score"`
-	Keyword     float64         `json:"keyword"`
-	Vector      float64         `json:"vector"`
+	// OutputSchema is the backend tool's outputSchema (what its
+	// structuredContent holds), in a "detail": "full" answer only and
+	// when it declares one: an agent planning several steps reads what a
+	// tool returns, a compact answer is sized for a model's context. The
+	// quarantine scans and pins it as it does the input schema.
+	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
+	Score        float64         `json:"score"`
+	Keyword      float64         `json:"keyword"`
+	Vector       float64         `json:"vector"`
 	// Confidence is an absolute estimate, 0 to 1, that the tool does what
 	// the query asks (Score only ranks the tools against each other).
 	Confidence float64 `json:"confidence"`
@@ -87,7 +93,7 @@ type FoundTool struct {
 // Values of search_tools' "detail" argument.
 const (
 	DetailCompact = "compact" // name, marks, one line, argument signature (the default)
-	DetailFull    = "full"    // compact plus each tool's title and input schema (JSON)
+	DetailFull    = "full"    // compact plus each tool's title, input schema and output schema (JSON)
 )
 
 // searchArgs are search_tools' arguments once checked.
@@ -121,7 +127,7 @@ func searchTool(defLimit, maxLimit int, description string) *mcp.Tool {
     "limit": {"type": "integer", "minimum": 1, "maximum": %d, "default": %d, "description": "How many tools to return."},
     "server": {"type": "string", "description": "Only return tools of this server; \"\" for all servers."},
     "readOnly": {"type": "boolean", "default": false, "description": "Only return tools that declare readOnlyHint: true (they change nothing)."},
-    "detail": {"type": "string", "enum": ["compact", "full"], "default": "compact", "description": "compact: one line and the argument names per tool; full: also each tool's input schema (JSON) in the text."}
+    "detail": {"type": "string", "enum": ["compact", "full"], "default": "compact", "description": "compact: one line and the argument names per tool; full: also each tool's input and output schemas (JSON)."}
   },
   "required": ["query"]
 }`, maxLimit, defLimit)),
@@ -132,6 +138,7 @@ func searchTool(defLimit, maxLimit int, description string) *mcp.Tool {
       "name": {"type": "string"}, "server": {"type": "string"}, "title": {"type": "string"}, "description": {"type": "string"},
       "inputSchema": {"type": "object"},
       "annotations": {"type": "object", "description": "The tool's annotations as its server declared them (readOnlyHint, destructiveHint, idempotentHint, openWorldHint)."},
+      "outputSchema": {"type": "object", "description": "With detail full, when the tool declares one: the schema of its structuredContent."},
       "score": {"type": "number"}, "keyword": {"type": "number"}, "vector": {"type": "number"},
       "confidence": {"type": "number", "description": "Absolute estimate, 0 to 1, that the tool does what the query asks."},
       "clause": {"type": "string", "description": "Present when the query asks for several things and the tool was found for one of them: that part of the query (score, keyword and vector are then that part's)."},
@@ -392,6 +399,9 @@ func (g *Gateway) search(ctx context.Context, a searchArgs) (SearchResult, error
 			Clause:      h.Clause,
 			Unavailable: g.unavailable(caller, h.Tool.Server),
 		})
+		if a.Detail == DetailFull {
+			out.Tools[len(out.Tools)-1].OutputSchema = h.Tool.OutputSchema
+		}
 	}
 	if out.NoMatch || len(out.Tools) == 0 {
 		out.DownServers = g.downServers(caller, a.Server)
@@ -506,7 +516,8 @@ func sign(f float64) float64 {
 // compactDescChars), and its parameters (required ones marked *, optional
 // ones while they fit), so a model can often call execute_tool without
 // reading the schema. Full: per tool its name, marks and score breakdown,
-// title, description (up to fullDescChars) and input schema as compact JSON.
+// title, description (up to fullDescChars), input schema and output schema
+// (when the tool declares one) as compact JSON.
 // args says, per server, how many of its tools take each argument (see
 // argCounts; nil: arguments in name order).
 func renderSearch(a searchArgs, r SearchResult, args func(server string) map[string]int) string {
@@ -528,7 +539,9 @@ func renderSearch(a searchArgs, r SearchResult, args func(server string) map[str
 		return b.String()
 	}
 	if r.NoMatch {
-		fmt.Fprintf(&b, "No %stool fits %q well (mode %s). Rephrase the task in other words (in English, the tools' language)", only, oneline.Echo(a.Query), r.Mode)
+		// The language of the descriptions below, which the agent reads:
+		// "in English" was not so of a catalog in Japanese or German.
+		fmt.Fprintf(&b, "No %stool fits %q well (mode %s). Rephrase the task in other words, in the language of the tools' descriptions below", only, oneline.Echo(a.Query), r.Mode)
 		if a.Server != "" {
 			b.WriteString(`, or leave out "server"`)
 		}
@@ -573,6 +586,9 @@ func renderSearch(a searchArgs, r SearchResult, args func(server string) map[str
 				fmt.Fprintf(&b, "   %s\n", d)
 			}
 			fmt.Fprintf(&b, "   inputSchema: %s\n", shownSchema(t.InputSchema))
+			if len(t.OutputSchema) > 0 {
+				fmt.Fprintf(&b, "   outputSchema: %s\n", shownSchema(t.OutputSchema))
+			}
 			continue
 		}
 		if d := oneline.Cut(t.Description, compactDescChars); d != "" {
@@ -1055,10 +1071,14 @@ func (g *Gateway) visibleIDs(c *policy.Caller) []string {
 	return slices.DeleteFunc(ids, func(id string) bool { return !g.visible(c, id) })
 }
 
-// standIn puts each input schema of out over catalog.MaxSchemaShown's
-// stand-in (standInSchema) in its place.
+// standIn puts each input or output schema of out over
+// catalog.MaxSchemaShown's stand-in (standInSchema, standInOutput) in its
+// place.
 func standIn(out *SearchResult) {
 	for i, t := range out.Tools {
 		out.Tools[i].InputSchema = standInSchema(t.Name, t.InputSchema)
+		if len(t.OutputSchema) > 0 {
+			out.Tools[i].OutputSchema = standInOutput(t.Name, t.OutputSchema)
+		}
 	}
 }

@@ -2,9 +2,11 @@ package index
 
 import (
 	"bytes"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/blevesearch/bleve/v2/analysis"
+	"github.com/blevesearch/bleve/v2/analysis/token/unicodenorm"
 	"github.com/blevesearch/bleve/v2/registry"
 	"github.com/toolgate/toolgate/index/catalog"
 )
@@ -15,6 +17,7 @@ import (
 const (
 	identTokenizerName = "toolgate_ident"
 	identSplitName     = "toolgate_ident_split"
+	nfcName            = "toolgate_nfc"
 )
 
 func init() {
@@ -28,13 +31,35 @@ func init() {
 	}); err != nil {
 		panic(err)
 	}
+	// A letter and its combining accent (café as a Mac writes it) is the
+	// one character the composed form is.
+	if err := registry.RegisterTokenFilter(nfcName, func(map[string]interface{}, *registry.Cache) (analysis.TokenFilter, error) {
+		return unicodenorm.NewUnicodeNormalizeFilter(unicodenorm.NFC)
+	}); err != nil {
+		panic(err)
+	}
+}
+
+// isCJK reports the characters of Chinese and Japanese words, which are
+// written without spaces between them: ideographs, kana and the kana
+// length mark, full- and half-width. The tokenizer gives each run of them
+// as one token of type Ideographic, which Bleve's cjk_bigram filter cuts
+// into overlapping pairs (東京の天気 → 東京 京の の天 天気): a word of
+// two characters, the usual length, is then a term of its own. Korean
+// puts spaces between words, and Bleve's own tokenizer keeps them whole:
+// so does this one.
+func isCJK(r rune) bool {
+	return r >= 0x2E80 && (unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana) ||
+		r == 0x30FC || r >= 0xFF70 && r <= 0xFF9F) // ー, half-width ｰ and the voicing marks
 }
 
 // identTokenizer cuts text into runs of letters, digits and the characters
 // that join the parts of an identifier (_ - . / : and apostrophes), trimmed of
 // joiners at both ends. Unlike Unicode word segmentation it keeps
 // "list_directory", "read-file" and "azure.storage" whole, so that the split
-// filter can emit both the parts and the whole identifier.
+// filter can emit both the parts and the whole identifier. A run of
+// Chinese or Japanese characters (isCJK) is a token of its own, of type
+// Ideographic, for cjk_bigram.
 type identTokenizer struct{}
 
 func isJoiner(r rune) bool {
@@ -48,6 +73,7 @@ func isJoiner(r rune) bool {
 func (identTokenizer) Tokenize(text []byte) analysis.TokenStream {
 	var out analysis.TokenStream
 	pos := 1
+	cjk := false // the run open is of CJK characters
 	emit := func(start, end int) {
 		// Trim joiners at both ends ("files." → "files", "--force" → "force").
 		for start < end {
@@ -67,16 +93,24 @@ func (identTokenizer) Tokenize(text []byte) analysis.TokenStream {
 		if start >= end {
 			return
 		}
-		out = append(out, &analysis.Token{Term: text[start:end], Start: start, End: end, Position: pos, Type: analysis.AlphaNumeric})
+		typ := analysis.AlphaNumeric
+		if cjk {
+			typ = analysis.Ideographic
+		}
+		out = append(out, &analysis.Token{Term: text[start:end], Start: start, End: end, Position: pos, Type: typ})
 		pos++
 	}
 	start := -1
 	for i := 0; i < len(text); {
 		r, n := utf8.DecodeRune(text[i:])
 		in := catalog.IsWordRune(r) || isJoiner(r)
+		c := in && isCJK(r)
 		switch {
+		case in && start >= 0 && c != cjk:
+			emit(start, i) // 文字コードはUTF-8 → 文字コードは, UTF-8
+			start, cjk = i, c
 		case in && start < 0:
-			start = i
+			start, cjk = i, c
 		case !in && start >= 0:
 			emit(start, i)
 			start = -1

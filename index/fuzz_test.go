@@ -30,15 +30,18 @@ func FuzzAnalyzer(f *testing.F) {
 
 // FuzzCatalog: encode/decode round-trips, and garbage never panics.
 func FuzzCatalog(f *testing.F) {
-	f.Add("s", "n", "", "d", []byte(`{"type":"object"}`), []byte(`{"readOnlyHint":true}`))
-	f.Add("my server", "search & replace", "T", "", []byte(nil), []byte(nil))
-	f.Fuzz(func(t *testing.T, server, name, title, desc string, schema, annotations []byte) {
-		in := []catalog.Tool{{Server: server, Name: name, Title: title, Description: desc, InputSchema: schema, Annotations: annotations}, {Server: "x", Name: "y"}}
+	f.Add("s", "n", "", "d", []byte(`{"type":"object"}`), []byte(`{"readOnlyHint":true}`), []byte(nil))
+	f.Add("my server", "search & replace", "T", "", []byte(nil), []byte(nil), []byte(`{"type":"object"}`))
+	f.Fuzz(func(t *testing.T, server, name, title, desc string, schema, annotations, output []byte) {
+		in := []catalog.Tool{{Server: server, Name: name, Title: title, Description: desc, InputSchema: schema, Annotations: annotations, OutputSchema: output}, {Server: "x", Name: "y"}}
 		if len(schema) == 0 {
 			in[0].InputSchema = nil
 		}
 		if len(annotations) == 0 {
 			in[0].Annotations = nil
+		}
+		if len(output) == 0 {
+			in[0].OutputSchema = nil
 		}
 		b := encodeCatalog(in)
 		out, err := decodeCatalog(b)

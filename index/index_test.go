@@ -49,6 +49,26 @@ func TestAnalyzer(t *testing.T) {
 		{"list_directory", analyzerFilters, []string{"list", "directori", "list_directori"}},
 		{"--force", split, []string{"force"}},
 		{"", split, nil},
+		// Chinese and Japanese have no spaces: their runs of ideographs and
+		// kana are cut into overlapping bigrams (Bleve's cjk_bigram), so
+		// "天気" in a query meets "…現在の天気と…" in a description; a
+		// lone character stays whole. Other scripts' words stay whole.
+		{"東京の天気", analyzerFilters, []string{"東京", "京の", "の天", "天気"}},
+		{"文字コードはUTF-8を想定", analyzerFilters, []string{"文字", "字コ", "コー", "ード", "ドは", "utf", "8", "utf-8", "を想", "想定"}},
+		{"翻译_文本", analyzerFilters, []string{"翻译", "文本"}},
+		{"天", analyzerFilters, []string{"天"}},
+		{"get天気", analyzerFilters, []string{"get", "天気"}},
+		{"파일 읽기", analyzerFilters, []string{"파일", "읽기"}},
+		// Full-width Latin and half-width kana as their usual forms
+		// (cjk_width); a letter and its combining accent as one (NFC).
+		{"ＳＴＲＡＳＳＥ", analyzerFilters, []string{"strass"}},
+		{"ﾌｧｲﾙ", analyzerFilters, []string{"ファ", "ァイ", "イル"}},
+		{"cafe\u0301 crème", analyzerFilters, []string{"café", "crème"}},
+		// A vowel sign that takes a space of its own (Devanagari ा,
+		// Tamil ு) is part of its word: फ़ाइल was cut in two and the
+		// Tamil signs dropped.
+		{"फ़ाइल पढ़ें", analyzerFilters, []string{"फ़ाइल", "पढ़ें"}},
+		{"அனுப்பு செய்தி", analyzerFilters, []string{"அனுப்பு", "செய்தி"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {

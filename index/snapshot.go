@@ -14,26 +14,30 @@ import (
 // JSON: with real-sized input schemas (1–5 KB each) decoding 10,000 tools
 // from JSON took half a second, this takes milliseconds. Layout:
 //
-//	"TGC2" | uvarint count | count × (6 × (uvarint len | bytes))
+//	"TGC3" | uvarint count | count × (7 × (uvarint len | bytes))
 //
 // with the fields server, name, title, description, input schema,
-// annotations. ("TGC1", without annotations, belongs to formats 2 and 3:
-// an index holding it is rebuilt, see FormatVersion.)
-const catalogMagic = "TGC2"
+// annotations, output schema. ("TGC1", without annotations, belongs to
+// formats 2 and 3, "TGC2", without output schemas, to formats 4 to 6: an
+// index holding either is rebuilt, see FormatVersion. Not served as it
+// is: its tools would have no output schema until their servers list them,
+// and the quarantine, which decides on the warm catalog as listed, would
+// pin them so and hold each as changed at its listing.)
+const catalogMagic = "TGC3"
 
 // catalogFields is how many length-prefixed fields each tool has.
-const catalogFields = 6
+const catalogFields = 7
 
 func encodeCatalog(tools []catalog.Tool) []byte {
 	size := len(catalogMagic) + binary.MaxVarintLen64
 	for _, t := range tools {
-		size += catalogFields*binary.MaxVarintLen64 + len(t.Server) + len(t.Name) + len(t.Title) + len(t.Description) + len(t.InputSchema) + len(t.Annotations)
+		size += catalogFields*binary.MaxVarintLen64 + len(t.Server) + len(t.Name) + len(t.Title) + len(t.Description) + len(t.InputSchema) + len(t.Annotations) + len(t.OutputSchema)
 	}
 	b := make([]byte, 0, size)
 	b = append(b, catalogMagic...)
 	b = binary.AppendUvarint(b, uint64(len(tools)))
 	for _, t := range tools {
-		for _, f := range [catalogFields][]byte{bytesOf(t.Server), bytesOf(t.Name), bytesOf(t.Title), bytesOf(t.Description), t.InputSchema, t.Annotations} {
+		for _, f := range [catalogFields][]byte{bytesOf(t.Server), bytesOf(t.Name), bytesOf(t.Title), bytesOf(t.Description), t.InputSchema, t.Annotations, t.OutputSchema} {
 			b = binary.AppendUvarint(b, uint64(len(f)))
 			b = append(b, f...)
 		}
@@ -97,6 +101,9 @@ func decodeCatalog(b []byte) ([]catalog.Tool, error) {
 		}
 		if len(fs[5]) > 0 {
 			tools[i].Annotations = json.RawMessage(fs[5][:len(fs[5]):len(fs[5])])
+		}
+		if len(fs[6]) > 0 {
+			tools[i].OutputSchema = json.RawMessage(fs[6][:len(fs[6]):len(fs[6])])
 		}
 	}
 	if len(b) != 0 {

@@ -58,7 +58,8 @@ const (
 	// 4: the catalog snapshot carries each tool's annotations ("TGC2").
 	// 5: a tool's vector is the mean of its views' (catalog.Views).
 	// 6: the lead-sentence view is written as a request (catalog.RequestView).
-	FormatVersion = 6
+	// 7: the catalog snapshot carries each tool's output schema ("TGC3").
+	FormatVersion = 7
 )
 
 // State names why an index on disk can or cannot be used as it is.

@@ -508,3 +508,70 @@ func TestEnsureSaysAnOlderFormat(t *testing.T) {
 		})
 	}
 }
+
+// TestOutputSchemaKept: output schemas are stored in the catalog snapshot
+// ("TGC3") and come back from a reopened index; a change of an output
+// schema alone is a new catalog that embeds and indexes nothing again; an
+// index of format 6 (snapshot "TGC2", no output schemas) is rebuilt, its
+// embeddings from the cache, and does not open as this format's (a warm
+// start from it would serve, and have the quarantine pin, tools without
+// their output schemas).
+func TestOutputSchemaKept(t *testing.T) {
+	dir := t.TempDir()
+	emb := newCaching("fake/1")
+	tools := testTools()
+	tools[0].OutputSchema = json.RawMessage(`{"type":"object","properties":{"entries":{"type":"array","items":{"type":"string"}}}}`)
+	tools[3].OutputSchema = json.RawMessage(`{"type":"object","properties":{"entities":{"type":"array"}}}`)
+	ix, _ := mustEnsure(t, dir, tools, emb)
+	ix.Close()
+	ix2, err := Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix2.Close()
+	for _, w := range tools {
+		if got, _ := ix2.Tool(w.ID()); string(got.OutputSchema) != string(w.OutputSchema) {
+			t.Errorf("reopened %s: output schema %s, want %s", w.ID(), got.OutputSchema, w.OutputSchema)
+		}
+	}
+
+	changed := testTools()
+	changed[0].OutputSchema = json.RawMessage(`{"type":"object","properties":{"names":{"type":"array"}}}`)
+	changed[3].OutputSchema = tools[3].OutputSchema
+	misses := emb.misses
+	ix3, rep := mustEnsure(t, dir, changed, emb)
+	if rep.Before != StateCatalogChanged || rep.Changed != 1 || rep.Reindexed != 0 || !rep.Incremental || emb.misses != misses {
+		t.Errorf("an output schema changed: %+v, texts embedded %d; want catalog changed, 1 changed, nothing indexed or embedded", rep, emb.misses-misses)
+	}
+	if got, _ := ix3.Tool(changed[0].ID()); string(got.OutputSchema) != string(changed[0].OutputSchema) {
+		t.Errorf("after the change: output schema %s, want %s", got.OutputSchema, changed[0].OutputSchema)
+	}
+
+	// A format-6 index: manifest format 6, snapshot "TGC2" (6 fields a tool).
+	old := t.TempDir()
+	ix4, _ := mustEnsure(t, old, testTools(), emb)
+	ix4.Close()
+	m, err := readManifest(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Format = 6
+	if err := writeManifest(old, m); err != nil {
+		t.Fatal(err)
+	}
+	b := []byte("TGC2\x01")
+	for _, f := range []string{"s", "t", "", "d", "", ""} {
+		b = append(append(b, byte(len(f))), f...)
+	}
+	if err := os.WriteFile(filepath.Join(genDir(old, m.Generation), catalogFile), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := decodeCatalog(b); err == nil {
+		t.Error("a TGC2 snapshot decodes as this format's")
+	}
+	misses = emb.misses
+	_, rep = mustEnsure(t, old, tools, emb)
+	if rep.Before != StateFormatChanged || !rep.Rebuilt || emb.misses != misses {
+		t.Errorf("format-6 index: %+v, texts embedded %d; want format changed, rebuilt from the cache", rep, emb.misses-misses)
+	}
+}

@@ -131,7 +131,7 @@ func diffCatalog(old *Index, tools []catalog.Tool) catalogDiff {
 		}
 		matched[j] = true
 		o := old.tools[j]
-		if o.Title == t.Title && o.Description == t.Description && catalog.SameSchema(o.InputSchema, t.InputSchema) && catalog.SameSchema(o.Annotations, t.Annotations) {
+		if o.Title == t.Title && o.Description == t.Description && catalog.SameSchema(o.InputSchema, t.InputSchema) && catalog.SameSchema(o.Annotations, t.Annotations) && catalog.SameSchema(o.OutputSchema, t.OutputSchema) {
 			continue
 		}
 		d.changed++

@@ -22,13 +22,15 @@ import (
 // tool called "search" or "local" must not capture every query holding
 // that word); a one-word name counts when it is the whole query.
 
-// nameKey is the comparison form of a name: its words, lower-case, joined
-// by one space ("getUserID" → "get user id").
+// nameKey is the comparison form of a name: its words, caseless
+// (catalog.Caseless: lower case, and café, STRASSE or ｇｅｔ as a name
+// outside ASCII may be written), joined by one space ("getUserID" → "get
+// user id").
 func nameKey(name string) string {
 	parts := catalog.SplitIdent([]byte(name))
 	words := make([]string, len(parts))
 	for i, p := range parts {
-		words[i] = strings.ToLower(string(p))
+		words[i] = catalog.Caseless(string(p))
 	}
 	return strings.Join(words, " ")
 }

@@ -119,3 +119,52 @@ func TestExactNameForms(t *testing.T) {
 		}
 	}
 }
+
+// Names outside ASCII compare as Unicode says two names are one: in
+// either normal form (café composed or decomposed, as a Mac's clipboard
+// gives it), with full case folding (STRASSE_SUCHEN is straße_suchen),
+// and full-width letters as the letters they stand for (what a Japanese
+// input method types). A name in another script is one word.
+func TestExactNamesBeyondASCII(t *testing.T) {
+	tools := []catalog.Tool{
+		{Server: "intl", Name: "café", Description: "Commande un café."},
+		{Server: "intl", Name: "straße_suchen", Description: "Sucht eine Straße."},
+		{Server: "intl", Name: "天気を取得", Description: "指定した都市の天気を取得します"},
+		{Server: "intl", Name: "get_weather", Description: "Weather of a city."},
+		{Server: "intl", Name: "ıslak_zemin", Description: "Islak zemin uyarısı."},
+	}
+	e := search.New(build(t, tools, &hashEmbedder{}), &hashEmbedder{}, nil)
+	defer e.Close()
+	for _, tt := range []struct {
+		query string
+		want  []string
+	}{
+		{"café", []string{"intl__café"}},
+		{"cafe\u0301", []string{"intl__café"}},
+		{"CAFÉ", []string{"intl__café"}},
+		{"intl__cafe\u0301", []string{"intl__café"}},
+		{"straße_suchen", []string{"intl__straße_suchen"}},
+		{"STRASSE_SUCHEN", []string{"intl__straße_suchen"}},
+		{"strasse_suchen", []string{"intl__straße_suchen"}},
+		{"天気を取得", []string{"intl__天気を取得"}},
+		{"ｇｅｔ＿ｗｅａｔｈｅｒ", []string{"intl__get_weather"}},
+		{"ＧｅｔＷｅａｔｈｅｒ", []string{"intl__get_weather"}},
+		{"ıslak_zemin", []string{"intl__ıslak_zemin"}},
+		{"islak_zemin", nil}, // ı is not i: another letter, as Unicode folds it
+		{"cafe", nil},        // nor is e é
+	} {
+		res, err := e.Search(context.Background(), search.Query{Text: tt.query, Limit: 5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, h := range res.Hits {
+			if h.Exact {
+				got = append(got, h.Tool.ID())
+			}
+		}
+		if fmt.Sprint(got) != fmt.Sprint(tt.want) {
+			t.Errorf("%q: exact hits %v, want %v", tt.query, got, tt.want)
+		}
+	}
+}

@@ -14,7 +14,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -25,6 +24,7 @@ import (
 	"github.com/toolgate/toolgate/internal/dirs"
 	"github.com/toolgate/toolgate/internal/mask"
 	"github.com/toolgate/toolgate/internal/shellword"
+	"github.com/toolgate/toolgate/internal/termtext"
 )
 
 func init() { register(newAuthCmd) }
@@ -203,7 +203,7 @@ func secretsOf(s config.Server) func(string) string {
 func oauthServer(s config.Server) oauth.Server {
 	o := oauth.Server{Name: s.Name, URL: s.URL, Transport: s.Type}
 	if s.OAuth != nil {
-		o.ClientID, o.ClientSecret, o.Scopes = s.OAuth.ClientID, s.OAuth.ClientSecret, s.OAuth.Scopes
+		o.ClientID, o.ClientSecret, o.Scopes, o.RedirectURI = s.OAuth.ClientID, s.OAuth.ClientSecret, s.OAuth.Scopes, s.OAuth.RedirectURI
 	}
 	return o
 }
@@ -443,7 +443,7 @@ func runAuthStatus(ctx context.Context, g *globals, w, stderr io.Writer, f authS
 	} else if len(out) == 0 {
 		fmt.Fprintf(w, "%s has no http or sse servers: nothing needs a login.\n", f.config)
 	} else {
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		tw := termtext.NewTable(w)
 		fmt.Fprintln(tw, "SERVER\tTYPE\tAUTH\tDETAIL")
 		for _, st := range out {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", st.Server, st.Transport, authLabels[st.Auth], dash(oneLine(st.Detail, 500))) // an authorization server's words may be in it

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	neturl "net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -673,5 +674,45 @@ func TestAuthStepUpEndToEnd(t *testing.T) {
 	}
 	for _, c := range []*oauth.Credentials{first, second} {
 		noToken(t, c, map[string]string{"serve's log": logs.String(), "auth status": string(out), "auth login": loginOut})
+	}
+}
+
+// TestAuthLoginRedirectURI: an entry's "oauth": {"redirectUri"} is the
+// redirect URI of the login, for an authorization server whose client
+// allows http://localhost:PORT/PATH only: against the TypeScript SDK's
+// example server, the client registered with it and the redirect the
+// browser follows is http://localhost:PORT/oauth/callback (it was always
+// http://127.0.0.1:<a free port>/callback), and the login completes.
+func TestAuthLoginRedirectURI(t *testing.T) {
+	url := demoOAuthServer(t)
+	redirect := "http://localhost:" + freePort(t) + "/oauth/callback"
+	b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"demo": map[string]any{"type": "http", "url": url,
+		"oauth": map[string]any{"redirectUri": redirect}}}})
+	cfgPath := filepath.Join(t.TempDir(), "toolgate.json")
+	if err := os.WriteFile(cfgPath, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dataDir := t.TempDir()
+	out, _ := cliLogin(t, dataDir, cfgPath, "demo")
+	if !strings.Contains(out, "Logged in to demo") {
+		t.Errorf("auth login output:\n%s", out)
+	}
+	u, err := oauthtest.AuthorizationURL(out)
+	if err != nil || !strings.Contains(u, "redirect_uri="+neturl.QueryEscape(redirect)) {
+		t.Errorf("the authorization URL %q does not ask for redirect_uri %s", u, redirect)
+	}
+	if creds := storedCreds(t, dataDir, "demo"); creds.Client.RedirectURI != redirect || !creds.Client.Registered {
+		t.Errorf("stored login: client redirect URI %q (registered %v), want %q", creds.Client.RedirectURI, creds.Client.Registered, redirect)
+	}
+
+	// A redirectUri that is not this machine's loopback is refused, with the fix.
+	b, _ = json.Marshal(map[string]any{"mcpServers": map[string]any{"demo": map[string]any{"type": "http", "url": url,
+		"oauth": map[string]any{"redirectUri": "https://example.com/callback"}}}})
+	if err := os.WriteFile(cfgPath, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	bad, err := toolgateCmd(t, dataDir, "auth", "login", "demo", "--config", cfgPath, "--no-browser", "--timeout", "5s").CombinedOutput()
+	if want := `redirectUri: "https://example.com/callback" is not a loopback redirect URI: give http://localhost:PORT/PATH`; err == nil || !strings.Contains(string(bad), want) {
+		t.Errorf("auth login with a redirectUri off the machine: %v\n%s\nwant it refused with %q", err, bad, want)
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -19,6 +21,7 @@ import (
 	"github.com/toolgate/toolgate/gateway"
 	"github.com/toolgate/toolgate/gateway/bridge"
 	"github.com/toolgate/toolgate/gateway/config"
+	"github.com/toolgate/toolgate/internal/datafile"
 )
 
 func init() { register(newConnectCmd) }
@@ -31,6 +34,11 @@ type connectFlags struct {
 	start   bool          // start a gateway when none answers
 	idle    time.Duration // … which stops after this long without a request
 	silence time.Duration // --silence
+	// fallback is the address tried when none is given and no gateway on
+	// the data folder serves the config ("": defaultStatusAddr; tests
+	// point it where nothing listens, as a developer's own gateway may
+	// answer at the default).
+	fallback string
 }
 
 // silenceOption is bridge.Options.Silence of --silence (given: the flag
@@ -119,9 +127,12 @@ one gateway: the second finds the address taken and uses the first's.`,
 				if err := s.ensure(cmd.Context()); err != nil {
 					return err
 				}
+				if opts.URL, err = s.at(u); err != nil {
+					return err
+				}
 				opts.Revive = s.ensure
 			}
-			g.logger.Info("relaying the stdio client to the gateway", "url", u, "api_key", key != "")
+			g.logger.Info("relaying the stdio client to the gateway", "url", opts.URL, "api_key", key != "")
 			err = bridge.Run(cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout(), opts)
 			if cmd.Context().Err() != nil {
 				return nil // a signal: the stop's exit status says it
@@ -143,6 +154,7 @@ one gateway: the second finds the address taken and uses the first's.`,
 // front it belongs to (HTTPS, the certificate to pin).
 func bridgeURL(ctx context.Context, g *globals, f connectFlags) (string, frontTarget, error) {
 	front := frontTarget{addr: f.addr}
+	anyAddr := "" // the config's toolgate.http.addr when its port is 0 and --start starts there
 	if f.config != "" {
 		cfg, err := config.Load(f.config)
 		if err != nil {
@@ -158,7 +170,12 @@ func bridgeURL(ctx context.Context, g *globals, f connectFlags) (string, frontTa
 			cf.addr = front.addr
 		case anyPort(cf.addr):
 			// Port 0: a free port at each start, which the gateway's
-			// status socket names (it relayed to port 0 itself).
+			// status socket names (it relayed to port 0 itself). With
+			// --start, one is started there when none runs (it started
+			// one at the default address).
+			if f.start {
+				anyAddr = cf.addr
+			}
 			cf.addr = ""
 		}
 		front = cf
@@ -195,11 +212,14 @@ func bridgeURL(ctx context.Context, g *globals, f connectFlags) (string, frontTa
 		if len(found) > 1 {
 			return "", front, usageError{fmt.Errorf("several gateways serve HTTP on the data folder %s (%s): choose one with --addr", g.DataDir(), strings.Join(found, ", "))}
 		}
+		if front.addr == "" && anyAddr != "" {
+			front.addr = anyAddr // the starter learns the port the gateway it starts binds
+		}
 		if front.addr == "" {
-			front.addr = defaultStatusAddr
+			front.addr = cmp.Or(f.fallback, defaultStatusAddr)
 			front.down = fallbackFix(g.DataDir(), f.config, passed)
 			if len(passed) > 0 {
-				g.logger.Warn("no gateway on the data folder serves the config; trying the default address", "config", want, "default", defaultStatusAddr, "passed_over", strings.Join(passed, "; "))
+				g.logger.Warn("no gateway on the data folder serves the config; trying the default address", "config", want, "default", front.addr, "passed_over", strings.Join(passed, "; "))
 			}
 		}
 		addr = front.addr
@@ -286,12 +306,62 @@ const (
 	unsureWait = 3 * time.Second
 )
 
+// at is mcpURL at the address the gateway serves: the port the gateway
+// started on a port 0 bound (see ensure).
+func (s *starter) at(mcpURL string) (string, error) {
+	u, err := url.Parse(mcpURL)
+	if err != nil {
+		return "", err
+	}
+	s.mu.Lock()
+	u.Host = s.addr
+	s.mu.Unlock()
+	return u.String(), nil
+}
+
+// setAddr makes addr (host:port) the address the starter checks and
+// starts gateways at.
+func (s *starter) setAddr(addr string) {
+	u, err := url.Parse(s.health)
+	if err != nil {
+		return
+	}
+	u.Host = addr
+	s.addr, s.health = addr, u.String()
+}
+
+// startLock is the file in the data folder that connect --start holds
+// while it starts a gateway on a port 0 (toolgate.http.addr): two clients
+// started together would each start one, where on a fixed port the second
+// finds the address taken and uses the first's.
+const startLock = "connect-start.lock"
+
 // ensure returns once a gateway answers at the address, starting one when
-// none does.
+// none does. On a port 0 (the config's toolgate.http.addr) the gateway is
+// started there, the port it binds is read from its status socket, and
+// the gateways started after it (when it has stopped) bind that port
+// again, so that the client's URL stays the same.
 func (s *starter) ensure(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.healthy(ctx) {
+	if anyPort(s.addr) {
+		// The gateway would make the data folder: the lock is in it.
+		if err := os.MkdirAll(s.g.DataDir(), 0o700); err != nil {
+			return fmt.Errorf("start a gateway: %w", err)
+		}
+		unlock, err := datafile.Lock(filepath.Join(s.g.DataDir(), startLock))
+		if err != nil {
+			return fmt.Errorf("start a gateway: %w", err)
+		}
+		defer unlock()
+		// Another client's, started while this one waited for the lock.
+		if front, ok := configGateway(ctx, s.g.DataDir(), s.config, 5*time.Second); ok {
+			if a, err := gatewayURL(front.addr); err == nil {
+				s.setAddr(a.Host)
+			}
+		}
+	}
+	if !anyPort(s.addr) && s.healthy(ctx) {
 		return nil
 	}
 	exe, err := os.Executable()
@@ -333,6 +403,14 @@ func (s *starter) ensure(ctx context.Context) error {
 			return fmt.Errorf("the gateway started for %s %s: run `toolgate serve --config %s --http %s` to see why", s.addr, by, s.config, s.addr)
 		case <-tick.C:
 		}
+		if anyPort(s.addr) {
+			// The port it bound, once its status socket says.
+			if a := s.boundBy(ctx, cmd.Process.Pid); a != "" {
+				s.setAddr(a)
+				s.g.logger.Info("the gateway started serves a free port (toolgate.http.addr has port 0)", "pid", cmd.Process.Pid, "addr", a)
+			}
+			continue
+		}
 		if s.healthy(ctx) {
 			// It said "started a gateway" of a process that is gone, or
 			// that is going: another gateway answers while the one started
@@ -371,6 +449,19 @@ func (s *starter) servingPID(ctx context.Context) int {
 		}
 	}
 	return 0
+}
+
+// boundBy is the address (host:port) the gateway of pid on the data
+// folder serves, as its status socket says, or "" while it says none.
+func (s *starter) boundBy(ctx context.Context, pid int) string {
+	for _, gw := range localGateways(ctx, s.g.DataDir(), 2*time.Second) {
+		if p := gw.rep.Process; gw.err == nil && p != nil && p.PID == pid && p.Transport == "http" && p.Addr != "" {
+			if a, err := gatewayURL(p.Addr); err == nil && !anyPort(a.Host) {
+				return a.Host
+			}
+		}
+	}
+	return ""
 }
 
 // healthy reports whether a gateway answers GET /healthz at the address.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -149,8 +150,11 @@ func TestConnect(t *testing.T) {
 	// Without --addr it passes this gateway over and tries the default
 	// address: what it says when nothing answers there names the gateway
 	// passed over and why, and the fix (it said only "start it").
-	_, front, err := bridgeURL(context.Background(), &globals{dataDir: data, logger: slog.New(slog.DiscardHandler)}, connectFlags{config: otherCfg})
-	if passed := fmt.Sprintf("pid %d at %s serves %s", gw.pid, addr, cfg); err != nil || front.addr != defaultStatusAddr ||
+	// (Not the default address itself: the developer's own gateway may
+	// answer there.)
+	nowhere := freeAddr(t)
+	_, front, err := bridgeURL(context.Background(), &globals{dataDir: data, logger: slog.New(slog.DiscardHandler)}, connectFlags{config: otherCfg, fallback: nowhere})
+	if passed := fmt.Sprintf("pid %d at %s serves %s", gw.pid, addr, cfg); err != nil || front.addr != nowhere ||
 		!strings.Contains(front.down, "serves "+otherCfg+" (those there serve other configs: "+passed+")") || !strings.Contains(front.down, "pass --start") {
 		t.Errorf("connect --config of another config without --addr: %q at %s, %v; want it to name %q and --start", front.down, front.addr, err, passed)
 	}
@@ -414,6 +418,75 @@ func TestConnectStart(t *testing.T) {
 	again := httpGateways()
 	if len(again) != 1 || again[0] == pids[0] {
 		t.Errorf("gateways after the call: %v, want a new one (the first, pid %d, stopped)", again, pids[0])
+	}
+}
+
+// TestConnectStartAnyPort: connect --start with a config whose
+// toolgate.http.addr has port 0 starts the gateway on a free port and
+// relays to the port it bound (its status socket says which), where it
+// started one at the default address, 127.0.0.1:8931; two clients started
+// together use one gateway; the gateway started again once the first idled
+// out binds the same port.
+func TestConnectStartAnyPort(t *testing.T) {
+	data := t.TempDir()
+	cfg := fakeConfig(t, map[string]string{"fake": backendtest.ModeNormal}, map[string]any{"http": map[string]any{"addr": "127.0.0.1:0"}})
+	served := func() map[int]string {
+		out := map[int]string{}
+		for _, gw := range localGateways(context.Background(), data, 5*time.Second) {
+			if p := gw.rep.Process; gw.err == nil && p != nil && p.Transport == "http" {
+				out[p.PID] = p.Addr
+			}
+		}
+		return out
+	}
+	t.Cleanup(func() {
+		for pid := range served() {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var sessions [2]*mcp.ClientSession
+	var errs [2]error
+	var wg sync.WaitGroup
+	for i := range sessions {
+		cmd := toolgateCmd(t, data, "connect", "--start", "--config", cfg, "--idle", "6s")
+		wg.Go(func() {
+			sessions[i], errs[i] = mcp.NewClient(&mcp.Implementation{Name: "e2e"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("client %d through connect --start (port 0): %v", i, err)
+		}
+		t.Cleanup(func() { sessions[i].Close() })
+	}
+	echo := func(cs *mcp.ClientSession, text string) {
+		t.Helper()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "execute_tool", Arguments: map[string]any{"name": "fake__echo", "arguments": map[string]any{"text": text}}})
+		if err != nil || res.IsError || resultText(res) != text {
+			t.Fatalf("execute_tool through connect --start (port 0): %v %s", err, resultText(res))
+		}
+	}
+	echo(sessions[0], "first")
+	echo(sessions[1], "second")
+	gws := served()
+	if len(gws) != 1 {
+		t.Fatalf("gateways serving HTTP on the data folder: %v, want the one a client started", gws)
+	}
+	var pid int
+	var addr string
+	for pid, addr = range gws {
+	}
+	if u, err := gatewayURL(addr); err != nil || anyPort(u.Host) || u.Host == defaultStatusAddr {
+		t.Fatalf("the gateway started serves %s, want a free port of 127.0.0.1", addr)
+	}
+	testenv.EventuallyWithin(t, time.Minute, "the gateway stopping once idle", func() bool { return syscall.Kill(pid, 0) != nil })
+	echo(sessions[0], "started again")
+	again := served()
+	if len(again) != 1 || again[pid] != "" || !slices.Contains(slices.Collect(maps.Values(again)), addr) {
+		t.Errorf("gateways after the call: %v, want a new one at %s (the first, pid %d, stopped)", again, addr, pid)
 	}
 }
 

@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -20,6 +19,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/internal/dirs"
 	"github.com/toolgate/toolgate/internal/storage"
+	"github.com/toolgate/toolgate/internal/termtext"
 	"github.com/toolgate/toolgate/models"
 )
 
@@ -314,7 +314,7 @@ func short(sum string) string {
 }
 
 func printDoctor(w io.Writer, rep *doctorReport) {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	tw := termtext.NewTable(w)
 	for _, c := range rep.Checks {
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", c.Name, c.Status, c.Path)
 		var facts []string

@@ -10,7 +10,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -21,6 +20,7 @@ import (
 	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/internal/dirs"
 	"github.com/toolgate/toolgate/internal/plural"
+	"github.com/toolgate/toolgate/internal/termtext"
 )
 
 func init() { register(newKeysCmd) }
@@ -368,7 +368,7 @@ func runKeysList(g *globals, w io.Writer, f keysListFlags, now time.Time) error 
 		fmt.Fprintf(w, "No API keys (the data folder's are in %s). Create one with `toolgate keys create --name NAME`.\n", data)
 		return nil
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	tw := termtext.NewTable(w)
 	fmt.Fprintln(tw, "NAME\tPROFILE\tALLOW\tDENY\tADMIN\tEXPIRES\tSOURCE")
 	for _, k := range out {
 		exp := "never"
@@ -393,7 +393,7 @@ func printRevoked(w io.Writer, revoked []keys.Listed, all bool) {
 		fmt.Fprintf(w, "%s, refused and kept only to name a client still sending one in the audit log: `toolgate keys list --revoked` lists them.\n", plural.Of(len(revoked), "revoked key"))
 	default:
 		fmt.Fprintln(w, "\nRevoked (refused; kept only to name a client still sending one in the audit log):")
-		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		tw := termtext.NewTable(w)
 		fmt.Fprintln(tw, "NAME\tREVOKED\tCREATED\tSOURCE")
 		for _, k := range revoked {
 			created := "-"

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -772,6 +773,40 @@ func TestStatusSocketsUnlisted(t *testing.T) {
 	}
 	if err := runLogs(context.Background(), &out, io.Discard, data, logsFlags{}); err == nil || !strings.Contains(err.Error(), "cannot be listed") {
 		t.Errorf("logs: %v", err)
+	}
+}
+
+// status --config FILE (or $TOOLGATE_CONFIG) of a config without an HTTP
+// address whose data folder has no gateway asks the default address; a
+// gateway answering there for another config (`make run`'s, say) is not
+// FILE's: status says so, as connect does, rather than print that
+// gateway's status as if it were FILE's.
+func TestStatusDefaultAddressOtherConfig(t *testing.T) {
+	data := t.TempDir()
+	cfg := filepath.Join(t.TempDir(), "toolgate.json")
+	if err := os.WriteFile(cfg, []byte(`{"mcpServers": {"one": {"command": "true"}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gatewayOf := func(serving string) string {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			json.NewEncoder(w).Encode(gateway.StatusReport{Process: &gateway.ProcessInfo{PID: 4242, Transport: "http", Config: []string{serving}}})
+		}))
+		t.Cleanup(srv.Close)
+		return srv.Listener.Addr().String()
+	}
+	other := "/srv/other/toolgate.json"
+	f := statusFlags{config: cfg, dataDir: func(*config.File) string { return data }, timeout: 2 * time.Second, fallback: gatewayOf(other)}
+	var out bytes.Buffer
+	err := runStatus(context.Background(), &out, f)
+	if err == nil || !strings.Contains(err.Error(), "serves another config ("+other+"), not "+cfg) ||
+		!strings.Contains(err.Error(), "no gateway runs on the data folder "+data) || out.Len() > 0 {
+		t.Errorf("status --config of another config's default gateway: %v\n%s", err, out.String())
+	}
+	// Serving this config, it is this config's.
+	f.fallback = gatewayOf(cfg)
+	out.Reset()
+	if err := runStatus(context.Background(), &out, f); err != nil || !strings.Contains(out.String(), "pid 4242") {
+		t.Errorf("status --config of its own default gateway: %v\n%s", err, out.String())
 	}
 }
 

@@ -9,7 +9,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -22,6 +21,7 @@ import (
 	"github.com/toolgate/toolgate/index"
 	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/internal/dirs"
+	"github.com/toolgate/toolgate/internal/termtext"
 	"github.com/toolgate/toolgate/search"
 )
 
@@ -310,7 +310,7 @@ func printSearch(w io.Writer, out searchOutput, filtered bool) {
 		printHidden(w, out)
 		return
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	tw := termtext.NewTable(w)
 	fmt.Fprintf(tw, "#\tSCORE\tKEYWORD\tVECTOR\tCONF\tTOOL\tDESCRIPTION\n")
 	for i, t := range out.Tools {
 		desc := oneLine(t.Description, 70)

@@ -17,7 +17,6 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -34,6 +33,7 @@ import (
 	"github.com/toolgate/toolgate/internal/proxyenv"
 	"github.com/toolgate/toolgate/internal/shellword"
 	"github.com/toolgate/toolgate/internal/storage"
+	"github.com/toolgate/toolgate/internal/termtext"
 	"github.com/toolgate/toolgate/search"
 )
 
@@ -209,7 +209,8 @@ func runStatus(ctx context.Context, w io.Writer, f statusFlags) error {
 			return anyPortError(f.dataDir(cfg), f.config, addr)
 		}
 	}
-	if addr == "" {
+	fellBack := addr == ""
+	if fellBack {
 		addr = cmp.Or(f.fallback, defaultStatusAddr)
 	}
 	front.addr = addr
@@ -252,6 +253,12 @@ func runStatus(ctx context.Context, w io.Writer, f statusFlags) error {
 	body, rep, err := readStatus(resp, u)
 	if err != nil {
 		return err
+	}
+	if p := rep.Process; fellBack && cfg != nil && p != nil && len(p.Config) > 0 && !slices.Contains(p.Config, absPaths([]string{f.config})[0]) {
+		// The default address answered for another config (the gateway of
+		// `make run`, say): its status is not this config's.
+		return fmt.Errorf("the gateway at %s serves another config (%s), not %s%s\n%s",
+			hostOf(u), strings.Join(p.Config, " + "), f.config, noneLocal, startOne(hostOf(u)))
 	}
 	if err := writeStatus(w, body, rep, f.asJSON); err != nil {
 		return err
@@ -551,7 +558,7 @@ func printStatus(w io.Writer, rep gateway.StatusReport) error {
 	}
 	printSchemaFlaws(w, rep.SchemaFlaws)
 	fmt.Fprintln(w)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	tw := termtext.NewTable(w)
 	fmt.Fprintln(tw, "SERVER\tSTATE\tFOR\tTRANSPORT\tTOOLS\tRESTARTS\tPID\tPROTOCOL\tLAST ERROR")
 	for _, b := range rep.Backends {
 		pid := "-"

@@ -201,6 +201,9 @@ func runToolsQuarantined(w io.Writer, path string, cfg *config.File, asJSON, ful
 			if d.InputSchema != "" {
 				fmt.Fprintf(w, "    inputSchema: %s\n", shown(d.InputSchema))
 			}
+			if d.OutputSchema != "" {
+				fmt.Fprintf(w, "    outputSchema: %s\n", shown(d.OutputSchema))
+			}
 			if d.Cut {
 				fmt.Fprintln(w, "    (cut: a text is longer than shown)")
 			}

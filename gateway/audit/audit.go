@@ -33,9 +33,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/toolgate/toolgate/internal/mask"
+	"github.com/toolgate/toolgate/internal/oneline"
 	"github.com/toolgate/toolgate/internal/storage"
 	"golang.org/x/sys/unix"
 	"golang.org/x/time/rate"
@@ -161,15 +161,8 @@ func (r *Record) clip() {
 	}
 }
 
-func clipText(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
-}
+// clipText is oneline.Clip.
+var clipText = oneline.Clip
 
 // HashArguments is the SHA-256 of args as canonical JSON (encoding/json
 // sorts map keys), or "" for none.

@@ -1260,6 +1260,7 @@ func (b *backend) call(ctx context.Context, tool string, args map[string]any) (*
 	withCallInput(params, callInputFrom(ctx), r.protocol)
 	ectx, exact := withExact(cctx)
 	defer exact.finish()
+	ectx = withCancelWhy(ectx, func() string { return b.cancelWhy(cctx, callTimeout) })
 	_, pagesBefore := r.notMCP()
 	_, refusedBefore := r.refused()
 	oversizedBefore := r.oversized()

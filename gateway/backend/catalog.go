@@ -20,7 +20,9 @@ import (
 // that listed such a tool). Annotations are kept as go-sdk decoded
 // them: the spec's five fields (readOnlyHint and idempotentHint always
 // present, false when the backend left them out, which is their default),
-// in the SDK's field order.
+// in the SDK's field order. An output schema is kept as the input schema
+// is, when it is a JSON object (MCP wants one of type object); any other
+// is left out, as if the tool declared none.
 //
 // A schema the list stash kept as sent (json.RawMessage) is shared, not
 // copied, when it is already what json.Marshal makes of it: at 50,000
@@ -38,6 +40,12 @@ func Catalog(byServer map[string][]*mcp.Tool) []catalog.Tool {
 					schema = b
 				}
 			}
+			var output json.RawMessage
+			if t.OutputSchema != nil {
+				if b, err := marshal(t.OutputSchema); err == nil && b[0] == '{' {
+					output = b
+				}
+			}
 			var annotations json.RawMessage
 			if t.Annotations != nil {
 				if b, err := json.Marshal(t.Annotations); err == nil {
@@ -49,12 +57,13 @@ func Catalog(byServer map[string][]*mcp.Tool) []catalog.Tool {
 				title = t.Annotations.Title
 			}
 			out = append(out, catalog.Tool{
-				Server:      server,
-				Name:        t.Name,
-				Title:       title,
-				Description: t.Description,
-				InputSchema: schema,
-				Annotations: annotations,
+				Server:       server,
+				Name:         t.Name,
+				Title:        title,
+				Description:  t.Description,
+				InputSchema:  schema,
+				Annotations:  annotations,
+				OutputSchema: output,
 			})
 		}
 	}

@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -27,5 +28,23 @@ func TestCatalogKeepsAnnotations(t *testing.T) {
 	}
 	if plain.Annotations != nil {
 		t.Errorf("fs__plain annotations = %s, want none", plain.Annotations)
+	}
+}
+
+// TestCatalogKeepsOutputSchema: Catalog carries an output schema that is a
+// JSON object, as listed (the list stash's raw JSON) or as go-sdk decoded
+// it; one that is not an object is left out, as none.
+func TestCatalogKeepsOutputSchema(t *testing.T) {
+	got := Catalog(map[string][]*mcp.Tool{"w": {
+		{Name: "a", OutputSchema: json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}}}`)},
+		{Name: "b", OutputSchema: map[string]any{"type": "object"}},
+		{Name: "c", OutputSchema: json.RawMessage(`true`)},
+		{Name: "d"},
+	}})
+	want := []string{`{"type":"object","properties":{"n":{"type":"integer"}}}`, `{"type":"object"}`, ``, ``}
+	for i, tl := range got {
+		if string(tl.OutputSchema) != want[i] {
+			t.Errorf("%s: output schema %s, want %q", tl.ID(), tl.OutputSchema, want[i])
+		}
 	}
 }

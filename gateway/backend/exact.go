@@ -84,7 +84,8 @@ func (e *exactResult) apply(res *mcp.CallToolResult) {
 
 // exacting wraps t (stdio, SSE: a connection go-sdk does not type-assert)
 // so that the result of each tools/call written with an exactResult in its
-// context is given to it.
+// context is given to it, and the notifications/cancelled of a call says
+// why it was cancelled (withCancelReason).
 func exacting(t mcp.Transport) mcp.Transport {
 	return &wrapTransport{inner: t, wrap: func(c mcp.Connection) mcp.Connection {
 		return &exactConn{Connection: c, pending: map[jsonrpc.ID]*exactResult{}}
@@ -113,7 +114,7 @@ func (c *exactConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 			c.mu.Unlock()
 		}
 	}
-	return c.Connection.Write(ctx, msg)
+	return c.Connection.Write(ctx, withCancelReason(ctx, msg))
 }
 
 func (c *exactConn) Read(ctx context.Context) (jsonrpc.Message, error) {

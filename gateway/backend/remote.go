@@ -422,7 +422,7 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			},
 		}))
 	}
-	resp, err := t.base.RoundTrip(req)
+	resp, err := t.base.RoundTrip(withCancelReasonBody(req))
 	if err != nil || resp.Body == nil {
 		return resp, err
 	}

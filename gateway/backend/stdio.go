@@ -22,6 +22,7 @@ import (
 
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/gateway/quarantine"
+	"github.com/toolgate/toolgate/internal/oneline"
 	"github.com/toolgate/toolgate/internal/storage"
 	"github.com/toolgate/toolgate/internal/termtext"
 )
@@ -707,12 +708,8 @@ func screenLine(s string) string {
 	return "[stderr line withheld: " + findingsWhy(fs) + "; toolgate logs shows it]"
 }
 
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
-}
+// truncate is oneline.Clip: at most n bytes of s, cut between characters.
+var truncate = oneline.Clip
 
 // lineTail keeps the last n lines, and the first that says the process ran
 // out of descriptors, threads or memory (a crash dump may push it out of

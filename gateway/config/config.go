@@ -25,9 +25,11 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"net/url"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -241,6 +243,32 @@ type OAuth struct {
 	// Scopes to ask for; none means the ones the server names in its
 	// challenge or metadata.
 	Scopes []string `json:"scopes,omitempty"`
+	// RedirectURI is the loopback redirect URI of the login, for a
+	// client registered with one (http://localhost:8765/callback): its
+	// host (localhost, 127.0.0.1 or [::1]), port (none or 0: a free one)
+	// and path. "" means http://127.0.0.1:<a free port>/callback.
+	RedirectURI string `json:"redirectUri,omitempty"`
+}
+
+// CheckRedirectURI says what is wrong with u as an "oauth" redirectUri,
+// or "" when it is fine.
+func CheckRedirectURI(u string) string {
+	const want = `give http://localhost:PORT/PATH, http://127.0.0.1:PORT/PATH or http://[::1]:PORT/PATH (the address the login listens on for the browser's redirect; no port or 0: a free one), e.g. "http://localhost:8765/callback"`
+	pu, err := url.Parse(u)
+	switch {
+	case err != nil || pu.Scheme != "http" || pu.Host == "" || pu.User != nil || pu.RawQuery != "" || pu.Fragment != "":
+		return fmt.Sprintf("%q is not a loopback redirect URI: %s", u, want)
+	case strings.ContainsAny(pu.Path, "{}"):
+		return fmt.Sprintf("%q: its path has a brace: %s", u, want)
+	case pu.Hostname() != "localhost" && pu.Hostname() != "127.0.0.1" && pu.Hostname() != "::1":
+		return fmt.Sprintf("%q: host %q is not this machine's loopback (the browser's redirect must reach the login here): %s", u, pu.Hostname(), want)
+	}
+	if p := pu.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 0 || n > 65535 {
+			return fmt.Sprintf("%q: port %q is not a port: %s", u, p, want)
+		}
+	}
+	return ""
 }
 
 // TLS is a remote server's "tls" entry: PEM files, relative paths

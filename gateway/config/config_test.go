@@ -999,3 +999,26 @@ func TestIPv6URLWithoutBrackets(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckRedirectURI: an "oauth" redirectUri must be a loopback http URI
+// (the login listens there for the browser's redirect).
+func TestCheckRedirectURI(t *testing.T) {
+	for _, c := range []struct {
+		uri, want string // want: part of the message, "" when fine
+	}{
+		{"http://localhost:7777/oauth/callback", ""},
+		{"http://127.0.0.1/callback", ""},
+		{"http://[::1]:0/cb", ""},
+		{"https://localhost:7777/cb", "is not a loopback redirect URI"},
+		{"http://example.com:7777/cb", `host "example.com" is not this machine's loopback`},
+		{"http://localhost:7777/cb?x=1", "is not a loopback redirect URI"},
+		{"http://localhost:99999/cb", `port "99999" is not a port`},
+		{"http://localhost:7777/{x}", "its path has a brace"},
+		{"localhost:7777", "is not a loopback redirect URI"},
+	} {
+		got := CheckRedirectURI(c.uri)
+		if c.want == "" && got != "" || c.want != "" && !strings.Contains(got, c.want) {
+			t.Errorf("CheckRedirectURI(%q) = %q, want %q", c.uri, got, c.want)
+		}
+	}
+}

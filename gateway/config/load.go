@@ -811,7 +811,7 @@ func (d *fields) restart(key string) *Restart {
 }
 
 // oauthKeys are the keys of a server's "oauth" object.
-var oauthKeys = []string{"clientId", "clientSecret", "scopes"}
+var oauthKeys = []string{"clientId", "clientSecret", "scopes", "redirectUri"}
 
 // oauth reads a server's "oauth" object; nil when the key is absent.
 func (d *fields) oauth(key string, x *expander) *OAuth {
@@ -823,6 +823,7 @@ func (d *fields) oauth(key string, x *expander) *OAuth {
 		ClientID:     x.expand(key+".clientId", od.string("clientId")),
 		ClientSecret: x.expand(key+".clientSecret", od.string("clientSecret")),
 		Scopes:       od.strings("scopes"),
+		RedirectURI:  x.expand(key+".redirectUri", od.string("redirectUri")),
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/internal/hostport"
 	"github.com/toolgate/toolgate/internal/tlsfiles"
+	"golang.org/x/text/unicode/norm"
 )
 
 // Types lists the accepted values of a server's "type".
@@ -150,10 +151,76 @@ func NameProblem(name string) string {
 		}
 		return fmt.Sprintf(`the name %q is reserved for the gateway's own management tools (%s__list_servers, …)%s: choose another name, e.g. %q; an entry that starts toolgate itself is not needed, remove it`,
 			name, BuiltinServer, inCase, ReservedRename(name))
+	case !ValidName(name) && nonASCII(name) != nil:
+		// A name in the team's own language: say which characters are
+		// not ASCII (é and 天 are letters), a name that is, and where the
+		// words can go.
+		chars := nonASCII(name)
+		verb := "is"
+		if len(chars) > 1 {
+			verb = "are"
+		}
+		suggest := ""
+		if s := ASCIIName(name); s != defaultServerName {
+			suggest = fmt.Sprintf(`, e.g. %q`, s)
+		}
+		return fmt.Sprintf(`invalid server name %q: %s %s not ASCII: use ASCII letters (A-Z, a-z), digits, "_" and "-"%s (a server's name begins each of its tool IDs, server__tool, and MCP clients want those in A-Z a-z 0-9 _ - .; at most %d characters); words in any language go in the server's "description", which search_tools shows`,
+			name, strings.Join(chars, ", "), verb, suggest, maxNameLen)
 	case !ValidName(name):
 		return fmt.Sprintf(`invalid server name %q: use letters, digits, "_" and "-" (must start with a letter or digit, must not contain "__" or end with "_", at most %d characters)`, name, maxNameLen)
 	}
 	return ""
+}
+
+// nonASCII is the distinct characters of name outside ASCII, quoted, the
+// first three and "…".
+func nonASCII(name string) []string {
+	var out []string
+	for _, r := range name {
+		q := strconv.QuoteToGraphic(string(r))
+		if r >= utf8.RuneSelf && !slices.Contains(out, q) {
+			if len(out) == 3 {
+				return append(out, "…")
+			}
+			out = append(out, q)
+		}
+	}
+	return out
+}
+
+// defaultServerName is what ASCIIName makes of a name with nothing ASCII in
+// it.
+const defaultServerName = "server"
+
+// ASCIIName is a valid server name made of name: its accents dropped (é
+// as e, ß as ss), each run of other characters as one "-", "__" as "_";
+// "server" when nothing is left (天気). import names a server so, and
+// NameProblem suggests it.
+func ASCIIName(name string) string {
+	if ValidName(name) {
+		return name
+	}
+	var b strings.Builder
+	dash := false
+	for _, r := range norm.NFD.String(strings.NewReplacer("ß", "ss", "ẞ", "SS").Replace(name)) {
+		switch {
+		case unicode.Is(unicode.Mn, r): // the accent of a letter before
+		case r < utf8.RuneSelf && (unicode.IsLetter(r) || unicode.IsDigit(r)) || r == '_':
+			b.WriteRune(r)
+			dash = false
+		case !dash && b.Len() > 0:
+			b.WriteByte('-')
+			dash = true
+		}
+	}
+	out := strings.Trim(b.String(), "-_")
+	for strings.Contains(out, "__") {
+		out = strings.ReplaceAll(out, "__", "_")
+	}
+	if out == "" {
+		out = defaultServerName
+	}
+	return out
 }
 
 // ReservedRename is the name NameProblem suggests for a server named
@@ -367,6 +434,11 @@ func checkOAuth(o OAuth) [][2]string {
 	for i, sc := range o.Scopes {
 		if sc == "" || strings.ContainsAny(sc, " \t\r\n\"\\") {
 			out = append(out, [2]string{fmt.Sprintf(".scopes[%d]", i), fmt.Sprintf("%q is not a scope: give one scope per string, without spaces or quotes, e.g. [\"read\", \"write\"]", sc)})
+		}
+	}
+	if o.RedirectURI != "" {
+		if msg := CheckRedirectURI(o.RedirectURI); msg != "" {
+			out = append(out, [2]string{".redirectUri", msg})
 		}
 	}
 	return out

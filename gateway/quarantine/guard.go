@@ -8,7 +8,8 @@
 //   - Scanner flags a definition (Scan): hidden-instruction tags and
 //     phrases, instructions to read credential paths, Unicode tag
 //     characters, zero-width and bidi controls, overlong text; over the
-//     name, title, description and every string of the input schema.
+//     name, title, description and every string of the input and output
+//     schemas.
 //   - Guard pins each definition's hash when first seen and decides, for
 //     every tool a backend lists, whether it is quarantined: flagged and
 //     not approved, or changed since its pin (Options.OnChange). It keeps
@@ -69,8 +70,9 @@ const (
 
 // Pin is what the pins file knows of one tool.
 type Pin struct {
-	// Pinned is the SHA-256 of the definition accepted: the first one
-	// seen, or the one approved last.
+	// Pinned is the SHA-256 of the definition accepted (Hash: its output
+	// schema is pinned apart, PinnedOutput): the first one seen, or the one
+	// approved last.
 	Pinned    string    `json:"pinned"`
 	FirstSeen time.Time `json:"firstSeen"`
 	// Approved says a person approved the pinned definition (`toolgate
@@ -117,6 +119,26 @@ type Pin struct {
 	// guard without SourceOf: the next listing that leaves it out marks it
 	// unlisted, whichever config it comes from.
 	Sources []string `json:"sources,omitempty"`
+	// OutputPinned says the pin pins the tool's output schema, which a
+	// full search_tools answer shows (PinnedOutput, CurrentOutput). A pin
+	// without it was written by a toolgate that does not pin them (one of
+	// before 2026-12-07 20th session, or one rolled back to, which drops
+	// the fields it does not know when it writes the file): its first
+	// listing pins the output schema listed then with the definition
+	// pinned (migrated), as a tool first seen is pinned, rather than
+	// holding every tool that declares one as changed.
+	OutputPinned bool `json:"outputPinned,omitempty"`
+	// PinnedOutput and CurrentOutput are the SHA-256 of the output schema
+	// (OutputHash) of the definition accepted and of the one listed last;
+	// empty for one that declares none. They are apart from Pinned and
+	// Current, which hash the rest as a toolgate of before output schemas
+	// were pinned does: rolled back to one, it reads every pin as one of
+	// the definition it lists, and holds nothing. (The main branch of
+	// 2026-12-07 for a few hours hashed the output schema into Pinned and
+	// Current, with OutputPinned: such a pin is split at its first listing,
+	// migrated.)
+	PinnedOutput  string `json:"pinnedOutput,omitempty"`
+	CurrentOutput string `json:"currentOutput,omitempty"`
 }
 
 // maxSources bounds Pin.Sources: a config moved is another source, and
@@ -125,17 +147,35 @@ const maxSources = 4
 
 // Shown is the SHA-256 of the current definition as `toolgate tools
 // quarantined` shows it and `tools approve --sha256` checks it: its texts'
-// hash (Current) and, when the held definition declares hints, those hints,
-// so that an approval accepts the hints reviewed and not those of a listing
-// after the review. The pins keep the texts' hash alone (Pinned, Current):
-// a pins file written before stays valid.
+// hash (Current), with its output schema's (CurrentOutput) when it declares
+// one and, when the held definition declares hints, those hints, so that an
+// approval accepts the output schema and hints reviewed and not those of a
+// listing after the review. A definition without either shows Current, as
+// it always did.
 func (p *Pin) Shown() string {
-	if p.Hold == nil || p.Hold.Definition == nil || p.Hold.Definition.Hints == nil || *p.Hold.Definition.Hints == (Hints{}) {
-		return p.Current // no hints shown: the hash as it always was
+	var hints *Hints
+	if p.Hold != nil && p.Hold.Definition != nil && p.Hold.Definition.Hints != nil && *p.Hold.Definition.Hints != (Hints{}) {
+		hints = p.Hold.Definition.Hints
 	}
-	b, _ := json.Marshal([]any{p.Current, p.Hold.Definition.Hints})
+	if hints == nil && p.CurrentOutput == "" {
+		return p.Current // the hash as it always was
+	}
+	parts := []any{p.Current}
+	if hints != nil {
+		parts = append(parts, hints) // as before output schemas were pinned
+	}
+	if p.CurrentOutput != "" {
+		parts = append(parts, map[string]string{"outputSchema": p.CurrentOutput})
+	}
+	b, _ := json.Marshal(parts)
 	h := sha256.Sum256(b)
 	return hex.EncodeToString(h[:])
+}
+
+// listsPinned reports whether the definition listed last is the one
+// pinned, output schema included.
+func (p *Pin) listsPinned() bool {
+	return p.Current == p.Pinned && p.CurrentOutput == p.PinnedOutput
 }
 
 // Hints are a definition's annotation hints as the backend declared them
@@ -204,7 +244,8 @@ type Hold struct {
 	Hints []string `json:"hints,omitempty"`
 	// Definition is the held definition as the backend listed it, for
 	// the person who reviews it (`toolgate tools quarantined`); never
-	// shown to a model. Its hash is the pin's Current.
+	// shown to a model. Its hashes are the pin's Current and
+	// CurrentOutput.
 	Definition *Definition `json:"definition,omitempty"`
 	// Source is the config whose gateway listed it (Options.SourceOf;
 	// absent: not known, or a hold written before 2026-12-07): a gateway
@@ -214,8 +255,9 @@ type Hold struct {
 }
 
 // Definition is a held tool's definition in words a reviewer reads: the
-// title, the description and the input schema (compact JSON), each cut at
-// maxShownText characters (Cut says one was; the hash covers the whole).
+// title, the description and the input and output schemas (compact JSON),
+// each cut at maxShownText characters (Cut says one was; the hash covers
+// the whole).
 type Definition struct {
 	Title string `json:"title,omitempty"`
 	// AnnotationsTitle is the annotations' title when it is another text
@@ -223,6 +265,7 @@ type Definition struct {
 	AnnotationsTitle string `json:"annotationsTitle,omitempty"`
 	Description      string `json:"description"`
 	InputSchema      string `json:"inputSchema,omitempty"`
+	OutputSchema     string `json:"outputSchema,omitempty"`
 	Cut              bool   `json:"cut,omitempty"`
 	// Hints are the held definition's annotation hints, which an
 	// approval accepts with it.
@@ -244,6 +287,9 @@ func definitionOf(t catalog.Tool) *Definition {
 	}
 	d.Title, d.Description, d.InputSchema = cut(t.Title), cut(t.Description), cut(compactSchema(t.InputSchema))
 	d.AnnotationsTitle = cut(AnnotationsTitle(t))
+	if len(t.OutputSchema) > 0 {
+		d.OutputSchema = cut(compactSchema(t.OutputSchema))
+	}
 	d.Hints = HintsOf(t)
 	return d
 }
@@ -331,6 +377,9 @@ func ParseFile(b []byte) (*File, error) {
 func (p *Pin) settle() {
 	if p.Current == p.Pinned {
 		p.Current = p.Pinned
+	}
+	if p.CurrentOutput == p.PinnedOutput {
+		p.CurrentOutput = p.PinnedOutput
 	}
 	if p.Hints != nil && *p.Hints == (Hints{}) {
 		p.Hints = noHints
@@ -524,28 +573,87 @@ func changes(pins, decided map[string]*Pin) bool {
 // Hash is the SHA-256 of a definition as the catalog keeps it (server,
 // name, title, description, input schema with its keys sorted, and the
 // annotations' title when it is another text: AnnotationsTitle), so a
-// schema sent again in another key order is the same definition.
+// schema sent again in another key order is the same definition: what
+// Pin.Pinned and Pin.Current hold. The output schema is pinned apart
+// (OutputHash), so that this hash stays the one every toolgate gave.
 func Hash(t catalog.Tool) string {
 	schema, ok := decodeSchema(t.InputSchema)
-	return hashOf(t, schema, ok)
+	return hashOf(t, schema, ok, false)
 }
 
-// hashOf is Hash of a definition whose schema is decoded (decodeSchema).
-func hashOf(t catalog.Tool, schema any, ok bool) string {
-	if !ok && len(t.InputSchema) > 0 || ok && duplicateKey(t.InputSchema) != nil {
-		// As listed: a schema that does not decode, or whose decoding
-		// drops the first value of a key given twice (which the model
-		// reads all the same).
-		schema = string(t.InputSchema)
-	}
-	def := []any{t.Server, t.Name, t.Title, t.Description, schema}
+// hashOf is Hash of a definition whose input schema is decoded
+// (decodeSchema); with output, the hash that the main branch of 2026-12-07
+// pinned for a few hours, the output schema folded in (migrated).
+func hashOf(t catalog.Tool, schema any, ok, output bool) string {
+	def := []any{t.Server, t.Name, t.Title, t.Description, hashed(t.InputSchema, schema, ok)}
 	if at := AnnotationsTitle(t); at != "" {
 		// Only then: the pins of every other definition stay as they were.
 		def = append(def, at)
 	}
+	if output && len(t.OutputSchema) > 0 {
+		// Only then, as the annotations' title; in an object, which no
+		// title is.
+		out, ok := decodeSchema(t.OutputSchema)
+		def = append(def, map[string]any{"outputSchema": hashed(t.OutputSchema, out, ok)})
+	}
 	b, _ := json.Marshal(def)
 	h := sha256.Sum256(b)
 	return hex.EncodeToString(h[:])
+}
+
+// OutputHash is the SHA-256 of t's output schema with its keys sorted
+// (Pin.PinnedOutput, Pin.CurrentOutput), "" when t declares none.
+func OutputHash(t catalog.Tool) string {
+	if len(t.OutputSchema) == 0 {
+		return ""
+	}
+	out, ok := decodeSchema(t.OutputSchema)
+	b, _ := json.Marshal(hashed(t.OutputSchema, out, ok))
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
+}
+
+// hashed is a schema (raw, decoded into v when ok) as a hash reads it:
+// decoded, or as listed when it does not decode or its decoding drops the
+// first value of a key given twice (which the model reads all the same).
+func hashed(raw json.RawMessage, v any, ok bool) any {
+	if !ok && len(raw) > 0 || ok && duplicateKey(raw) != nil {
+		return string(raw)
+	}
+	return v
+}
+
+// migrated is prev, a pin of tool t (whose input schema is decoded,
+// whose hash is hash and output schema's out) written by a toolgate that
+// pins output schemas otherwise, as it reads now:
+//
+//   - one that does not pin them (OutputPinned false: before the upgrade,
+//     or rewritten by the toolgate rolled back to): the output schema
+//     listed now is pinned with the definition pinned, its approval kept;
+//     a definition that changed otherwise stays held.
+//   - one of the main branch of 2026-12-07 that folded the output schema
+//     into Pinned and Current (hashOf with output): a hash that is t's so
+//     is split into t's hash and out. A tool without an output schema had
+//     the same hash either way; one whose pinned definition is not the one
+//     listed stays held until approved.
+func migrated(prev *Pin, t catalog.Tool, schema any, ok bool, hash, out string) *Pin {
+	p := *prev
+	if !p.OutputPinned {
+		p.OutputPinned, p.PinnedOutput = true, out
+		if p.Current == hash {
+			p.CurrentOutput = out
+		}
+		return &p
+	}
+	if whole := hashOf(t, schema, ok, true); whole != hash {
+		if p.Pinned == whole {
+			p.Pinned, p.PinnedOutput = hash, out
+		}
+		if p.Current == whole {
+			p.Current, p.CurrentOutput = hash, out
+		}
+	}
+	return &p
 }
 
 // Options configure a Guard. Nil means defaults.
@@ -822,8 +930,8 @@ func (g *Guard) keepHolds(prev, next *Snapshot) {
 	}
 	for id, p := range prev.pins {
 		n, ok := next.pins[id]
-		if !ok || p.Hold == nil || len(p.Hold.Findings) == 0 || n.Hold != nil || n.Current != p.Current ||
-			n.Approved && n.Pinned == n.Current || n.Followed != "" {
+		if !ok || p.Hold == nil || len(p.Hold.Findings) == 0 || n.Hold != nil || n.Current != p.Current || n.CurrentOutput != p.CurrentOutput ||
+			n.Approved && n.listsPinned() || n.Followed != "" {
 			continue
 		}
 		kept := *n
@@ -1328,18 +1436,25 @@ func (g *Guard) decideAll(pins map[string]*Pin, tools []catalog.Tool, source str
 // decides.
 func (g *Guard) decide(id string, t catalog.Tool, prev *Pin, source string, now time.Time, log *slog.Logger) *Pin {
 	schema, ok := decodeSchema(t.InputSchema)
-	hash := hashOf(t, schema, ok)
+	hash, out := hashOf(t, schema, ok, false), OutputHash(t)
 	hints := HintsOf(t)
+	upgrade := prev != nil && !prev.OutputPinned
+	if upgrade || prev != nil && prev.PinnedOutput == "" && out != "" {
+		prev = migrated(prev, t, schema, ok, hash, out)
+	}
 	var p Pin
 	if prev != nil {
 		p = *prev
 	} else {
-		p = Pin{Pinned: hash, FirstSeen: now}
+		p = Pin{Pinned: hash, PinnedOutput: out, FirstSeen: now, OutputPinned: true}
 	}
-	if p.Hints == nil && hash == p.Pinned {
+	// pinned reports whether t is the definition pinned (output schema
+	// included).
+	pinned := func() bool { return hash == p.Pinned && out == p.PinnedOutput }
+	if p.Hints == nil && pinned() {
 		p.Hints = hints // first seen, or a pin from before hints were kept
 	}
-	p.Current, p.Seen, p.Unlisted = hash, now, time.Time{}
+	p.Current, p.CurrentOutput, p.Seen, p.Unlisted = hash, out, now, time.Time{}
 	if source != "" && !slices.Contains(p.Sources, source) {
 		p.Sources = append(slices.Clone(p.Sources[max(0, len(p.Sources)-maxSources+1):]), source)
 	}
@@ -1355,7 +1470,7 @@ func (g *Guard) decide(id string, t catalog.Tool, prev *Pin, source string, now 
 	case follows:
 		// The gateway's own tools (the rule never holds them, and an
 		// upgrade words them otherwise), or approved by the config: follow it
-		if hash != p.Pinned {
+		if !pinned() {
 			// A person approved another definition: this one was let
 			// through by the glob alone, and is held by the scan once the
 			// glob goes (Reconfigure).
@@ -1364,13 +1479,14 @@ func (g *Guard) decide(id string, t catalog.Tool, prev *Pin, source string, now 
 				p.Followed = FollowedApprovedTools
 			}
 		}
-		p.Pinned, p.Hints, findings, weaker = hash, hints, nil, nil
-	case hash == p.Pinned && p.Approved:
+		p.Pinned, p.PinnedOutput, p.Hints, findings, weaker = hash, out, hints, nil, nil
+	case pinned() && p.Approved:
 		findings = nil // approved with them
-	case hash == p.Pinned:
+	case pinned():
 	case g.opts.OnChange == OnChangeWarn:
-		log.Warn("tool definition changed; it stays available (toolgate.security.onDefinitionChange is \"warn\")", "tool", id, "was", short(p.Pinned), "now", short(hash))
-		p.Pinned, p.Approved, p.ApprovedAt, p.Followed = hash, false, time.Time{}, FollowedWarn
+		was, listed := Pin{Current: p.Pinned, CurrentOutput: p.PinnedOutput}, Pin{Current: hash, CurrentOutput: out}
+		log.Warn("tool definition changed; it stays available (toolgate.security.onDefinitionChange is \"warn\")", "tool", id, "was", short(was.Shown()), "now", short(listed.Shown()))
+		p.Pinned, p.PinnedOutput, p.Approved, p.ApprovedAt, p.Followed = hash, out, false, time.Time{}, FollowedWarn
 	default:
 		changed = true
 	}
@@ -1381,14 +1497,14 @@ func (g *Guard) decide(id string, t catalog.Tool, prev *Pin, source string, now 
 	if changed || len(findings) > 0 || len(weaker) > 0 {
 		hold = &Hold{Changed: changed, Findings: findings, Hints: weaker, Source: source}
 	}
-	if hold == nil && !follows && prev != nil && prev.Hold != nil && prev.Current != hash && heldElsewhere(prev, source) {
+	if hold == nil && !follows && prev != nil && prev.Hold != nil && (prev.Current != hash || prev.CurrentOutput != out) && heldElsewhere(prev, source) {
 		// One pin a tool ID: a gateway of another config, whose server of
 		// this name lists a definition held for review, still runs that
 		// one. This listing of the pinned definition used to release the
 		// hold, and the other gateway ran the definition no one approved.
 		// It stays held (here too) until approved, or until that config's
 		// listing has the pinned definition again.
-		p.Current, p.Hold = prev.Current, prev.Hold
+		p.Current, p.CurrentOutput, p.Hold = prev.Current, prev.CurrentOutput, prev.Hold
 		return &p
 	}
 	p.Hold = hold
@@ -1406,13 +1522,17 @@ func (g *Guard) decide(id string, t catalog.Tool, prev *Pin, source string, now 
 				"approve", g.opts.Command("toolgate", "tools", "approve", id, "--sha256", short(p.Shown())))
 		}
 	}
-	if hash == p.Pinned && (p.Texts == nil || prev == nil || prev.Pinned != hash) {
+	if pinned() && (p.Texts == nil || prev == nil || prev.Pinned != hash || prev.PinnedOutput != out || upgrade) {
 		// Accepted now (first seen, followed), or a pin from before the
-		// texts were kept: keep the texts the hash stands for.
+		// texts (or the output schema) were kept: keep the texts the hash
+		// stands for.
 		p.Texts = textsOf(t)
 	}
 	if p.Current == p.Pinned {
 		p.Current = p.Pinned // one copy of the hash
+	}
+	if p.CurrentOutput == p.PinnedOutput {
+		p.CurrentOutput = p.PinnedOutput
 	}
 	return &p
 }
@@ -1464,7 +1584,7 @@ func Approve(path, id, reviewed string, now time.Time) (string, error) {
 			// Nothing held: the hints accepted with the pinned definition
 			// stay (a later listing that weakens them is held), and so do
 			// its texts.
-			if p.Pinned != p.Current {
+			if !p.listsPinned() {
 				p.Texts = nil
 			}
 		case p.Hold.Definition != nil:
@@ -1475,7 +1595,7 @@ func Approve(path, id, reviewed string, now time.Time) (string, error) {
 			// listing of the definition records its hints and texts.
 			p.Hints, p.Texts = nil, nil
 		}
-		p.Pinned, p.Approved, p.ApprovedAt, p.Hold, p.Followed = p.Current, true, now.UTC(), nil, ""
+		p.Pinned, p.PinnedOutput, p.Approved, p.ApprovedAt, p.Hold, p.Followed = p.Current, p.CurrentOutput, true, now.UTC(), nil, ""
 		approved = shown
 		return f.encode()
 	})

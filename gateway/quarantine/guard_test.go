@@ -487,6 +487,14 @@ func TestHashStable(t *testing.T) {
 				t.Errorf("Hash with schema %q and annotations %s = %s, want %s", schema, a, got, want)
 			}
 		}
+		// So does an output schema, pinned apart (OutputHash): a toolgate
+		// of before output schemas were pinned, rolled back to, reads the
+		// pins of today as those of the definitions it lists.
+		tool.OutputSchema = []byte(`{"type":"object","properties":{"content":{"type":"string"}}}`)
+		if got := Hash(tool); got != want {
+			t.Errorf("Hash with schema %q and an output schema = %s, want %s", schema, got, want)
+		}
+		tool.OutputSchema = nil
 	}
 }
 

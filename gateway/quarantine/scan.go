@@ -32,7 +32,7 @@ const (
 	RuleControl        = "control-chars"        // C0/C1 controls but tab and newlines: terminal escapes, NUL
 	RuleOverlong       = "overlong"             // a text longer than MaxTextLength
 	RuleHiddenMarkup   = "hidden-markup"        // an HTML or Markdown comment, an empty link: hidden when rendered
-	RuleDuplicateKey   = "duplicate-key"        // a JSON object of the input schema with a key given twice
+	RuleDuplicateKey   = "duplicate-key"        // a JSON object of the input or output schema with a key given twice
 	RuleRemoteImage    = "remote-image"         // a Markdown or HTML image whose URL is on another host: rendering it fetches it
 	RuleContextExfil   = "context-exfiltration" // an instruction to put the conversation, the system prompt or other tools' output in an argument or a URL
 )
@@ -83,7 +83,7 @@ func (f Finding) Detail() string { return f.What() + " in " + f.Field }
 // or a JSON Schema keyword: the only ones ModelField keeps.
 var fieldWords = func() map[string]bool {
 	m := map[string]bool{}
-	for _, w := range strings.Fields(`name title description annotations inputSchema serverInfo instructions
+	for _, w := range strings.Fields(`name title description annotations inputSchema outputSchema serverInfo instructions
 		type properties items prefixItems additionalProperties patternProperties propertyNames unevaluatedProperties unevaluatedItems
 		required enum const default examples format pattern $ref $schema $id $anchor $comment $defs definitions
 		anyOf oneOf allOf not if then else dependentSchemas dependentRequired contains contentMediaType contentEncoding
@@ -231,7 +231,7 @@ func decodeSchema(raw json.RawMessage) (v any, ok bool) {
 	return v, true
 }
 
-// scan is Scan of a definition whose schema is decoded.
+// scan is Scan of a definition whose input schema is decoded.
 func (s Scanner) scan(t catalog.Tool, schema any, ok bool) []Finding {
 	return (&scanner{Scanner: s}).definition(t, schema, ok)
 }
@@ -256,6 +256,17 @@ func (sc *scanner) definition(t catalog.Tool, schema any, ok bool) []Finding {
 		sc.path = append(sc.path, "inputSchema"...)
 		sc.inSchema = true
 		sc.walk(schema)
+		sc.inSchema = false
+	}
+	// The output schema is shown to the model too (a full search_tools
+	// answer): its texts are scanned as the input schema's are.
+	if out, ok := decodeSchema(t.OutputSchema); ok {
+		if err := duplicateKey(t.OutputSchema); err != nil {
+			sc.out = append(sc.out, Finding{Rule: RuleDuplicateKey, Field: fieldOutputSchema, Excerpt: clip(strconv.QuoteToASCII(err.Error()), 200)})
+		}
+		sc.path = append(sc.path[:0], fieldOutputSchema...)
+		sc.inSchema = true
+		sc.walk(out)
 		sc.inSchema = false
 	}
 	return sc.out

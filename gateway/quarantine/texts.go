@@ -26,8 +26,11 @@ type Texts struct {
 	Description      string `json:"description,omitempty"`
 	// InputSchema is compact JSON in the backend's key order, as a
 	// Definition shows it.
-	InputSchema string   `json:"inputSchema,omitempty"`
-	Cut         []string `json:"cut,omitempty"`
+	InputSchema string `json:"inputSchema,omitempty"`
+	// OutputSchema is as InputSchema; empty for a tool without one, and
+	// in a pin written before output schemas were pinned.
+	OutputSchema string   `json:"outputSchema,omitempty"`
+	Cut          []string `json:"cut,omitempty"`
 }
 
 // maxKeptTexts bounds the texts one pin keeps: at 50,000 tools the pins
@@ -47,21 +50,27 @@ const (
 	fieldAnnotationsTitle = "annotations.title"
 	fieldDescription      = "description"
 	fieldInputSchema      = "inputSchema"
+	fieldOutputSchema     = "outputSchema"
 )
 
 func textsOf(t catalog.Tool) *Texts {
-	return keptTexts(t.Title, AnnotationsTitle(t), t.Description, compactSchema(t.InputSchema))
+	var out string
+	if len(t.OutputSchema) > 0 {
+		out = compactSchema(t.OutputSchema)
+	}
+	return keptTexts(t.Title, AnnotationsTitle(t), t.Description, compactSchema(t.InputSchema), out)
 }
 
 // kept is the texts of a held definition, to pin when it is approved.
 func (d *Definition) kept() *Texts {
-	return keptTexts(d.Title, d.AnnotationsTitle, d.Description, d.InputSchema)
+	return keptTexts(d.Title, d.AnnotationsTitle, d.Description, d.InputSchema, d.OutputSchema)
 }
 
 // keptTexts cuts the texts to maxKeptTexts in all: each title to
-// maxKeptTitle, and the description and the schema share what is left,
-// half each, a text shorter than its half leaving the rest to the other.
-func keptTexts(title, annotationsTitle, description, schema string) *Texts {
+// maxKeptTitle, and the description and the schemas share what is left,
+// alike (shares), a text shorter than its share leaving the rest to the
+// others.
+func keptTexts(title, annotationsTitle, description, schema, output string) *Texts {
 	k := &Texts{}
 	cut := func(field, s string, n int) string {
 		if len(s) <= n {
@@ -72,16 +81,49 @@ func keptTexts(title, annotationsTitle, description, schema string) *Texts {
 	}
 	k.Title = cut(fieldTitle, title, maxKeptTitle)
 	k.AnnotationsTitle = cut(fieldAnnotationsTitle, annotationsTitle, maxKeptTitle)
-	room := maxKeptTexts - len(k.Title) - len(k.AnnotationsTitle)
-	nd, ns := room/2, room-room/2
-	if len(description) < nd {
-		ns += nd - len(description)
-	} else if len(schema) < ns {
-		nd += ns - len(schema)
-	}
-	k.Description = cut(fieldDescription, description, nd)
-	k.InputSchema = cut(fieldInputSchema, schema, ns)
+	n := shares(maxKeptTexts-len(k.Title)-len(k.AnnotationsTitle), len(description), len(schema), len(output))
+	k.Description = cut(fieldDescription, description, n[0])
+	k.InputSchema = cut(fieldInputSchema, schema, n[1])
+	k.OutputSchema = cut(fieldOutputSchema, output, n[2])
 	return k
+}
+
+// shares splits room among texts of the lengths given: each that fits
+// its even share of what is left whole, the others that share alike, the
+// last of them what the division leaves (with two texts and no third: the
+// description half, rounded down, as a pin kept them before output
+// schemas were).
+func shares(room int, lens ...int) []int {
+	n := make([]int, len(lens))
+	open := make([]bool, len(lens))
+	left := 0
+	for i := range lens {
+		open[i] = true
+		left++
+	}
+	for left > 0 {
+		share, fit := room/left, false
+		for i, l := range lens {
+			if open[i] && l <= share {
+				n[i], open[i], fit = l, false, true
+				room -= l
+				left--
+			}
+		}
+		if !fit {
+			break
+		}
+	}
+	last := -1
+	for i := range lens {
+		if open[i] {
+			n[i], last = room/left, i
+		}
+	}
+	if last >= 0 {
+		n[last] += room - left*(room/left)
+	}
+	return n
 }
 
 // What a held definition is compared with (Changes.Against): the pinned
@@ -108,8 +150,9 @@ type Changes struct {
 
 // Change is one text that differs.
 type Change struct {
-	// Field is title, annotations.title, description or inputSchema
-	// (compared with its keys sorted, as the hash reads it).
+	// Field is title, annotations.title, description, inputSchema or
+	// outputSchema (a schema compared with its keys sorted, as the hash
+	// reads it).
 	Field string `json:"field"`
 	// Diff is a word diff of the text: "[-removed-]" and "{+added+}"
 	// amid a few words of what stayed ("…" for the rest).
@@ -146,17 +189,14 @@ func (p *Pin) Changes() *Changes {
 		return c
 	}
 	now := p.Hold.Definition
-	wasSchema, nowSchema := was.InputSchema, now.InputSchema
-	if a, ok := canonicalSchema(wasSchema); ok {
-		if b, ok := canonicalSchema(nowSchema); ok {
-			wasSchema, nowSchema = a, b
-		}
-	}
+	wasSchema, nowSchema := canonicalPair(was.InputSchema, now.InputSchema)
+	wasOutput, nowOutput := canonicalPair(was.OutputSchema, now.OutputSchema)
 	for _, f := range [...]struct{ field, was, now string }{
 		{fieldTitle, was.Title, now.Title},
 		{fieldAnnotationsTitle, was.AnnotationsTitle, now.AnnotationsTitle},
 		{fieldDescription, was.Description, now.Description},
 		{fieldInputSchema, wasSchema, nowSchema},
+		{fieldOutputSchema, wasOutput, nowOutput},
 	} {
 		if ch, ok := diffText(f.field, f.was, f.now, slices.Contains(was.Cut, f.field)); ok {
 			c.Fields = append(c.Fields, ch)
@@ -168,6 +208,17 @@ func (p *Pin) Changes() *Changes {
 		c.NotKept = "the texts kept are the same: what changed lies past the part kept (" + strconv.Itoa(maxKeptTexts) + " bytes of a definition) or in how the schema is written"
 	}
 	return c
+}
+
+// canonicalPair is two schemas canonical (canonicalSchema) when both are
+// JSON, else as they are.
+func canonicalPair(was, now string) (string, string) {
+	if a, ok := canonicalSchema(was); ok {
+		if b, ok := canonicalSchema(now); ok {
+			return a, b
+		}
+	}
+	return was, now
 }
 
 // canonicalSchema is a schema's JSON with its keys sorted (numbers as

@@ -206,8 +206,12 @@ func ParamsText(t Tool) string {
 }
 
 // Fingerprint identifies a catalog: the hex SHA-256 of every tool's fields
-// (annotations included: they are served from the catalog snapshot) in ID
-// order, so that listing order does not matter. Schemas are hashed as
+// (annotations and output schema included: they are served from the
+// catalog snapshot) in ID order, so that listing order does not matter. An
+// output schema is hashed only when the tool has one, its length marked
+// (outputMark) so that it cannot read as the next tool's server: a catalog
+// without output schemas keeps the fingerprint it had before they were
+// kept. Schemas are hashed as
 // they are (only surrounding space and a JSON null are normalised): backends
 // serialise them the same way every time, and re-compacting every schema on
 // every start cost more than the rest of opening an index. A schema that
@@ -234,9 +238,18 @@ func Fingerprint(tools []Tool) string {
 		str(t.Description)
 		field(normSchema(t.InputSchema))
 		field(normSchema(t.Annotations))
+		if out := normSchema(t.OutputSchema); len(out) > 0 {
+			binary.LittleEndian.PutUint64(n[:], uint64(len(out))|outputMark)
+			h.Write(n[:])
+			h.Write(out)
+		}
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }
+
+// outputMark marks the length of an output schema in Fingerprint's input:
+// no other field's length has that bit.
+const outputMark = 1 << 63
 
 // SameSchema reports whether two input schemas (or two annotation objects)
 // are the same bytes once surrounding space and a JSON null are normalised
@@ -293,7 +306,9 @@ func SplitIdent(b []byte) [][]byte {
 }
 
 // IsWordRune reports whether r belongs to a word (letters, digits and
-// combining marks); the index's tokenizer uses the same rule.
+// combining marks, the spacing vowel signs of Indic scripts among them:
+// without them फ़ाइल was two words and Tamil lost its vowels); the index's
+// tokenizer uses the same rule.
 func IsWordRune(r rune) bool {
-	return unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.Is(unicode.Mn, r)
+	return unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.In(r, unicode.Mn, unicode.Mc, unicode.Me)
 }

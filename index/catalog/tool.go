@@ -15,8 +15,11 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/toolgate/toolgate/internal/oneline"
+	"golang.org/x/text/cases"
+	"golang.org/x/text/unicode/norm"
 )
 
 // Sep separates the server name from the tool name in a namespaced ID.
@@ -35,6 +38,12 @@ type Tool struct {
 	// filter on readOnlyHint; empty when the tool declares none. They are
 	// not indexed.
 	Annotations json.RawMessage `json:"annotations,omitempty"`
+	// OutputSchema is the backend tool's outputSchema as listed (empty
+	// when it declares none): what its structuredContent holds, which a
+	// full search_tools answer shows so that an agent can plan the steps
+	// after a call. Like the annotations it is never indexed: the text
+	// searched and embedded is the same with it or without it.
+	OutputSchema json.RawMessage `json:"output_schema,omitempty"`
 }
 
 // ID is the namespaced name the client sees: server__tool.
@@ -108,9 +117,9 @@ func ServerMeant(name string, servers []string) (string, error) {
 // tell them apart (AmbiguousName).
 func Meant(name string, names []string) []string {
 	var same, folded []string
-	fold := FoldName(name)
+	caseless, fold := Caseless(name), FoldName(name)
 	for _, n := range names {
-		if strings.EqualFold(n, name) {
+		if Caseless(n) == caseless {
 			same = append(same, n)
 		}
 		if FoldName(n) == fold {
@@ -124,9 +133,26 @@ func Meant(name string, names []string) []string {
 }
 
 // FoldName is a name (a server's, a tool's ID) as the forgiving lookups
-// compare it: lower case, "-" as "_".
+// compare it: Caseless, "-" as "_".
 func FoldName(s string) string {
-	return strings.ReplaceAll(strings.ToLower(s), "-", "_")
+	return strings.ReplaceAll(Caseless(s), "-", "_")
+}
+
+// Caseless is s as names compare when neither case nor the way Unicode
+// writes a character matters (Unicode's compatibility caseless match,
+// D146): one normal form (café composed or decomposed, as a Mac's
+// clipboard may give it), full case folding (STRASSE is straße, ẞ is ß)
+// and compatibility forms as the characters they stand for (full-width
+// ｇｅｔ, typed by a Japanese input method, is get). Turkish ı stays
+// another letter than i, as Unicode folds it. An ASCII name is its lower
+// case.
+func Caseless(s string) string {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return norm.NFKC.String(cases.Fold().String(norm.NFKC.String(s)))
+		}
+	}
+	return strings.ToLower(s)
 }
 
 // AmbiguousName says that name, written in another case or with "_" for

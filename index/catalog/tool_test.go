@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"encoding/json"
+	"slices"
 	"testing"
 )
 
@@ -47,5 +48,41 @@ func TestToolReadOnly(t *testing.T) {
 		if got := tool.ReadOnly(); got != tt.want {
 			t.Errorf("ReadOnly with annotations %q = %v, want %v", tt.annotations, got, tt.want)
 		}
+	}
+}
+
+// TestFingerprintOutputSchema: a tool's output schema is part of the
+// catalog's fingerprint (the snapshot serves it), but a catalog without
+// output schemas keeps the fingerprint toolgate gave it before they were
+// kept (the value is what the main branch of 2026-12-07 computed), so its
+// index on disk stays up to date after an upgrade; and an output schema
+// cannot read as the next tool's fields.
+func TestFingerprintOutputSchema(t *testing.T) {
+	tools := []Tool{
+		{Server: "memory", Name: "read_graph", Title: "Read graph", Description: "Read the entire knowledge graph.", InputSchema: json.RawMessage(`{"type":"object"}`), Annotations: json.RawMessage(`{"readOnlyHint":true}`)},
+		{Server: "fs", Name: "read_file", Description: "Read a file."},
+	}
+	const before = "1371859a17b12d92887be0fa88bb77c77a69cd0ffafdbc02d24778eecccb5516"
+	if got := Fingerprint(tools); got != before {
+		t.Errorf("fingerprint of a catalog without output schemas = %s, want the one of before %s", got, before)
+	}
+	with := slices.Clone(tools)
+	with[1].OutputSchema = json.RawMessage(`{"type":"object","properties":{"content":{"type":"string"}}}`)
+	other := slices.Clone(with)
+	other[1].OutputSchema = json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}}}`)
+	spaced := slices.Clone(with)
+	spaced[1].OutputSchema = append(json.RawMessage(" "), with[1].OutputSchema...)
+	null := slices.Clone(tools)
+	null[1].OutputSchema = json.RawMessage(`null`)
+	fw := Fingerprint(with)
+	switch {
+	case fw == before:
+		t.Error("an output schema added does not change the fingerprint")
+	case Fingerprint(other) == fw:
+		t.Error("an output schema changed does not change the fingerprint")
+	case Fingerprint(spaced) != fw:
+		t.Error("space around an output schema changes the fingerprint")
+	case Fingerprint(null) != before:
+		t.Error("an output schema of null is not one left out")
 	}
 }

@@ -85,7 +85,7 @@ const (
 	ModeNormal          = "normal"
 	ModeCrashAtStart    = "crash-at-start"    // writes to stderr and exits 3 before speaking MCP
 	ModeCrashMidCall    = "crash-mid-call"    // tool "crash" exits the process (status 2)
-	ModeHang            = "hang"              // tool "hang" blocks until cancelled (logs "hang: cancelled" to stderr); tool "hangs" answers HangCount
+	ModeHang            = "hang"              // tool "hang" blocks until cancelled (logs "hang: cancelled" to stderr); tool "hangs" answers HangCount; tool "hang-reasons" the reason of each notifications/cancelled read, one a line
 	ModeIgnoreDiscover  = "ignore-discover"   // legacy server: drops server/discover silently
 	ModeExitOnDiscover  = "exit-on-discover"  // legacy server that takes only initialize as its first message: any other first line ends it (status 1, nothing on stdout), as rmcp 0.8.5's stdio server does
 	ModeStrictDiscover  = "strict-discover"   // refuses a legacy initialize that follows server/discover, every time (see strictDiscover)
@@ -707,6 +707,17 @@ func NewServer(modes Modes) *mcp.Server {
 	if modes[ModeHang] {
 		var mu sync.Mutex
 		var waiting, cancelled int
+		var reasons []string // of each notifications/cancelled read
+		srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+				if p, ok := req.GetParams().(*mcp.CancelledParams); ok && method == "notifications/cancelled" && p != nil {
+					mu.Lock()
+					reasons = append(reasons, p.Reason)
+					mu.Unlock()
+				}
+				return next(ctx, method, req)
+			}
+		})
 		mcp.AddTool(srv, &mcp.Tool{Name: "hang", Description: "Never answer (until cancelled)."},
 			func(ctx context.Context, _ *mcp.CallToolRequest, _ NoArgs) (*mcp.CallToolResult, any, error) {
 				mu.Lock()
@@ -725,6 +736,12 @@ func NewServer(modes Modes) *mcp.Server {
 				mu.Lock()
 				defer mu.Unlock()
 				return text(HangCount(waiting, cancelled)), nil, nil
+			})
+		mcp.AddTool(srv, &mcp.Tool{Name: "hang-reasons", Description: "Say the reason of each notifications/cancelled read, one a line."},
+			func(context.Context, *mcp.CallToolRequest, NoArgs) (*mcp.CallToolResult, any, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				return text(strings.Join(reasons, "\n")), nil, nil
 			})
 	}
 	if modes[ModeHugeOutput] {
@@ -1022,6 +1039,9 @@ const (
 	CannotAsk = "cannot ask: no "
 )
 
+// sampleAudio is the state prefix of sample_audio's question.
+const sampleAudio = "audio|"
+
 // ConfirmMessage is the question of "confirm" for text.
 func ConfirmMessage(text string) string { return "Confirm " + text + "?" }
 
@@ -1031,6 +1051,7 @@ func ConfirmMessage(text string) string { return "Confirm " + text + "?" }
 //
 //	confirm {"text"}        elicitation (form ConfirmSchema): "accept {...}", "decline" or "cancel"
 //	sample {"text"}         sampling: "model said: <the model's text>"
+//	sample_audio {"text"}   sample, with a second message of audio (audio/wav)
 //	roots                   roots: "roots: <uri> <uri>..."
 //	confirm_sample {"text"} confirm, then (accepted) sample: two rounds
 //	confirm_anyway {"text"} confirm, even when the client cannot answer
@@ -1067,11 +1088,13 @@ func addAskTools(srv *mcp.Server) {
 		if c := req.ClientCapabilities(); c == nil || c.Sampling == nil {
 			return CannotAsk + "sampling", nil
 		}
+		msgs := []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: text}}}
+		if strings.HasPrefix(state, sampleAudio) {
+			msgs = append(msgs, &mcp.SamplingMessage{Role: "user", Content: &mcp.AudioContent{MIMEType: "audio/wav", Data: []byte("RIFF")}})
+		}
 		return "", &mcp.CallToolResult{
-			InputRequests: mcp.InputRequestMap{"sample": &mcp.CreateMessageParams{
-				MaxTokens: 50, Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: text}}},
-			}},
-			RequestState: state + "sample:" + text,
+			InputRequests: mcp.InputRequestMap{"sample": &mcp.CreateMessageParams{MaxTokens: 50, Messages: msgs}},
+			RequestState:  state + "sample:" + text,
 		}
 	}
 	mcp.AddTool(srv, &mcp.Tool{Name: "confirm", Description: "Ask the user to confirm the text (elicitation)."},
@@ -1097,6 +1120,14 @@ func addAskTools(srv *mcp.Server) {
 	mcp.AddTool(srv, &mcp.Tool{Name: "sample", Description: "Ask the client's model about the text (sampling)."},
 		func(_ context.Context, req *mcp.CallToolRequest, a EchoArgs) (*mcp.CallToolResult, any, error) {
 			answer, ask := sample(req, a.Text, "")
+			if ask != nil {
+				return ask, nil, nil
+			}
+			return text(answer), nil, nil
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "sample_audio", Description: "Ask the client's model about the text and a sound (sampling with audio)."},
+		func(_ context.Context, req *mcp.CallToolRequest, a EchoArgs) (*mcp.CallToolResult, any, error) {
+			answer, ask := sample(req, a.Text, sampleAudio)
 			if ask != nil {
 				return ask, nil, nil
 			}

@@ -1,6 +1,7 @@
 package oauth
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -14,6 +15,7 @@ import (
 	"net/url"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -35,6 +37,25 @@ type Server struct {
 	ClientID     string
 	ClientSecret string
 	Scopes       []string
+	// RedirectURI is the entry's "redirectUri" (config.CheckRedirectURI
+	// checked it): "" is http://127.0.0.1:<a free port>/callback.
+	RedirectURI string
+}
+
+// redirectAt is where the login of srv listens for the redirect: the
+// host and port of its redirect URI ("0": a free one), the address to
+// listen on (localhost: 127.0.0.1, where browsers that try ::1 first go
+// on to) and its path.
+func (srv Server) redirectAt() (host, port, listen, path string) {
+	host, port, path = "127.0.0.1", "0", CallbackPath
+	if u, err := url.Parse(srv.RedirectURI); srv.RedirectURI != "" && err == nil {
+		host, port, path = u.Hostname(), cmp.Or(u.Port(), "0"), cmp.Or(u.Path, "/")
+	}
+	listen = host
+	if host == "localhost" {
+		listen = "127.0.0.1"
+	}
+	return host, port, listen, path
 }
 
 // LoginOptions configure Login. Nil means defaults.
@@ -203,7 +224,8 @@ func Login(ctx context.Context, store *Store, srv Server, opts *LoginOptions) (*
 		}
 	}
 
-	res, err := awaitRedirect(ctx, ln, state, srv.Name, o, func() error { return o.Authorize(authURL) })
+	_, _, _, path := srv.redirectAt()
+	res, err := awaitRedirect(ctx, ln, path, state, srv.Name, o, func() error { return o.Authorize(authURL) })
 	if err != nil {
 		return nil, err
 	}
@@ -339,18 +361,22 @@ func refusesClient(ctx context.Context, hc *http.Client, authURL string) (refuse
 // as: the config's, the one registered by the previous login when its port
 // is free again, or a new registration (RFC 7591) for this port.
 func listenAndRegister(ctx context.Context, hc *http.Client, srv Server, asm *oauthex.AuthServerMeta, scopes []string, prev *Credentials, clientName string) (net.Listener, Client, error) {
+	host, port, listen, path := srv.redirectAt()
 	if prev != nil && prev.Client.Registered && srv.ClientID == "" && sameIssuer(prev.Issuer, asm.Issuer) {
-		if u, err := url.Parse(prev.Client.RedirectURI); err == nil && u.Hostname() == "127.0.0.1" {
-			if ln, err := net.Listen("tcp", u.Host); err == nil {
+		if u, err := url.Parse(prev.Client.RedirectURI); err == nil && u.Hostname() == host && u.Path == path && (port == "0" || u.Port() == port) {
+			if ln, err := net.Listen("tcp", net.JoinHostPort(listen, u.Port())); err == nil {
 				return ln, prev.Client, nil
 			}
 		}
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", net.JoinHostPort(listen, port))
 	if err != nil {
+		if srv.RedirectURI != "" {
+			return nil, Client{}, fmt.Errorf("listen for the redirect at %s (the entry's \"oauth\": {\"redirectUri\"}): %w: stop what uses the port, or register another one", srv.RedirectURI, err)
+		}
 		return nil, Client{}, fmt.Errorf("listen on a loopback port for the redirect: %w", err)
 	}
-	redirect := "http://" + ln.Addr().String() + CallbackPath
+	redirect := "http://" + net.JoinHostPort(host, strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)) + path
 	if srv.ClientID != "" {
 		method := "none"
 		if srv.ClientSecret != "" {
@@ -395,10 +421,10 @@ type redirectResult struct {
 // and waits for the redirect with the authorization code (or an error), or
 // for its address pasted (o.Pasted), for at most o.Timeout. The server is
 // shut down before it returns.
-func awaitRedirect(ctx context.Context, ln net.Listener, state, server string, o LoginOptions, show func() error) (redirectResult, error) {
+func awaitRedirect(ctx context.Context, ln net.Listener, path, state, server string, o LoginOptions, show func() error) (redirectResult, error) {
 	results := make(chan redirectResult, 1)
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET "+CallbackPath, func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("GET "+path, func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
 		if q.Get("state") != state {
 			// Not the answer to our request (a stale tab, a forgery): keep waiting.
@@ -446,7 +472,7 @@ func awaitRedirect(ctx context.Context, ln net.Listener, state, server string, o
 				pasted = nil // no more input: the redirect may still come
 				continue
 			}
-			if res, why := pastedRedirect(line, state); why == "" {
+			if res, why := pastedRedirect(line, path, state); why == "" {
 				return res, res.err
 			} else if o.Rejected != nil && strings.TrimSpace(line) != "" {
 				o.Rejected(line, why)
@@ -475,10 +501,10 @@ func redirected(q url.Values) redirectResult {
 
 // pastedRedirect is the redirect of a pasted address, or why it is not
 // this login's.
-func pastedRedirect(line, state string) (redirectResult, string) {
+func pastedRedirect(line, path, state string) (redirectResult, string) {
 	u, err := url.Parse(strings.TrimSpace(line))
-	if err != nil || u.Path != CallbackPath {
-		return redirectResult{}, "it is not the address the browser ended at (http://127.0.0.1:PORT" + CallbackPath + "?code=…)"
+	if err != nil || u.Path != path {
+		return redirectResult{}, "it is not the address the browser ended at (http://127.0.0.1:PORT" + path + "?code=…)"
 	}
 	if u.Query().Get("state") != state {
 		return redirectResult{}, "it belongs to another login (state mismatch): paste the address this login's browser tab ended at"

@@ -35,7 +35,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode"
 
 	"github.com/pelletier/go-toml/v2"
 	"github.com/tidwall/jsonc"
@@ -534,8 +533,8 @@ var bareVar = regexp.MustCompile(`\$([A-Za-z_][A-Za-z0-9_]*)`)
 // "httpUrl", renamed with the other clients' keys); "timeout" is a
 // request's, in milliseconds (callTimeout); "includeTools" and
 // "excludeTools" are noted (toolList); $NAME becomes ${NAME}; an "oauth"
-// object keeps what toolgate's has (clientId, clientSecret, scopes: it
-// discovers the rest); a server "mcp.excluded" names, or "mcp.allowed"
+// object keeps what toolgate's has (clientId, clientSecret, scopes, a
+// loopback redirectUri: it discovers the rest); a server "mcp.excluded" names, or "mcp.allowed"
 // does not, is imported disabled.
 func (x *rewriter) gemini(name string, e map[string]any) {
 	for k, v := range e {
@@ -557,6 +556,11 @@ func (x *rewriter) gemini(name string, e map[string]any) {
 			if v, ok := o[k]; ok {
 				kept[k] = v
 			}
+		}
+		// A loopback redirectUri is the one its client is registered
+		// with (Gemini's default http://localhost:7777/oauth/callback).
+		if u, ok := o["redirectUri"].(string); ok && config.CheckRedirectURI(u) == "" {
+			kept["redirectUri"] = u
 		}
 		if on, ok := o["enabled"].(bool); ok && !on || len(kept) == 0 {
 			delete(e, "oauth")
@@ -721,32 +725,8 @@ func (x *rewriter) rewrite(server string, v any) any {
 	})
 }
 
-// validName makes name a valid server name: runs of other characters
-// become "-".
-func validName(name string) string {
-	if config.ValidName(name) {
-		return name
-	}
-	var b strings.Builder
-	dash := false
-	for _, r := range name {
-		if r < 128 && (unicode.IsLetter(r) || unicode.IsDigit(r)) || r == '_' {
-			b.WriteRune(r)
-			dash = false
-		} else if !dash && b.Len() > 0 {
-			b.WriteByte('-')
-			dash = true
-		}
-	}
-	out := strings.Trim(b.String(), "-_")
-	for strings.Contains(out, "__") {
-		out = strings.ReplaceAll(out, "__", "_")
-	}
-	if out == "" {
-		out = "server"
-	}
-	return out
-}
+// validName makes name a valid server name (config.ASCIIName).
+func validName(name string) string { return config.ASCIIName(name) }
 
 // orderedEntries reads a JSON object's members in the order written.
 type orderedEntries []struct {

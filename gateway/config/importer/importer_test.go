@@ -144,7 +144,7 @@ func TestReadEachFormat(t *testing.T) {
 					"cwd": filepath.Join(gproj, "srv"), "callTimeout": 30.0},
 				"ctx7":   {"type": "http", "url": "https://mcp.context7.com/mcp", "headers": map[string]any{"CONTEXT7_API_KEY": "${CONTEXT7_API_KEY}"}},
 				"events": {"type": "sse", "url": "http://127.0.0.1:8080/sse"},
-				"hosted": {"type": "http", "url": "https://mcp.example.com/mcp", "oauth": map[string]any{"clientId": "abc", "scopes": []any{"read"}}},
+				"hosted": {"type": "http", "url": "https://mcp.example.com/mcp", "oauth": map[string]any{"clientId": "abc", "scopes": []any{"read"}, "redirectUri": "http://localhost:7777/oauth/callback"}},
 				"old":    {"command": "node", "args": []any{"old.js"}, "cwd": gproj, "disabled": true},
 			}
 			if d := cmp.Diff(want, s); d != "" {
@@ -278,7 +278,7 @@ func TestNames(t *testing.T) {
 			t.Errorf("InputVar(%q) = %q, want %q", in, got, want)
 		}
 	}
-	for in, want := range map[string]string{"remote api": "remote-api", "a__b": "a_b", "github.com/x": "github-com-x", "é": "server", "ok_name": "ok_name"} {
+	for in, want := range map[string]string{"remote api": "remote-api", "a__b": "a_b", "github.com/x": "github-com-x", "é": "e", "ok_name": "ok_name", "café": "cafe", "Straße": "Strasse", "天気": "server", "météo 天気": "meteo"} {
 		if got := validName(in); got != want || !config.ValidName(got) {
 			t.Errorf("validName(%q) = %q, want %q", in, got, want)
 		}

@@ -27,6 +27,14 @@ function el(tag, attrs, ...children) {
   return e;
 }
 
+// A server's words (a description, a title) and a query may be written
+// right to left (Arabic, Hebrew): each takes its direction from its own
+// first letter (dir="auto"), so an Arabic description reads right to left
+// with its full stop at its end, and a Hebrew query inside an English
+// sentence does not reorder the words around it (bidi: a <bdi> of an
+// inline text).
+const bidi = (text) => el("bdi", {}, text);
+
 // notice says msg in the page's notice, a live region: a screen reader
 // says each write, so an action's outcome is said again when the action
 // is (a wrong key twice).
@@ -437,13 +445,13 @@ function renderSearch(ans) {
     el("td", { class: "num" }, i + 1),
     el("td", {}, el("code", {}, t.name),
       t.unavailable ? el("div", { class: "unavailable" }, "unavailable: " + t.unavailable) : null,
-      t.clause ? el("div", { class: "clause" }, "for the step “" + t.clause + "”") : null,
-      el("div", { class: "muted" }, t.description)),
+      t.clause ? el("div", { class: "clause" }, "for the step “", bidi(t.clause), "”") : null,
+      el("div", { class: "muted", dir: "auto" }, t.description)),
     ...cols.map(([k]) => el("td", { class: "num" }, typeof t[k] === "number" ? t[k].toFixed(3) : "")))));
   $("search-results").hidden = false; // no empty region before the first search
   keyboardScroll();
-  $("search-summary").textContent = count(ans.tools.length, "tool") + " for “" + ans.query + "”" + (ans.server ? " of " + ans.server : "") + " (mode " + ans.mode + ", " + ans.tookMs.toFixed(1) + " ms)" +
-    (ans.noMatch ? ": no tool reaches the minimum confidence (search_tools answers noMatch), these are only the closest" : "");
+  $("search-summary").replaceChildren(count(ans.tools.length, "tool") + " for “", bidi(ans.query), "”" + (ans.server ? " of " + ans.server : "") + " (mode " + ans.mode + ", " + ans.tookMs.toFixed(1) + " ms)" +
+    (ans.noMatch ? ": no tool reaches the minimum confidence (search_tools answers noMatch), these are only the closest" : ""));
 }
 
 function searchURL(params) {
@@ -513,9 +521,9 @@ async function loadCatalog() {
     const part = f && (f.tagName === "SUMMARY" || f.tagName === "PRE") && f.closest("#catalog-list") ? f.tagName.toLowerCase() : null;
     const focused = part ? f.closest("li").dataset.tool : null;
     $("catalog-list").replaceChildren(...ans.tools.map((t) => el("li", { "data-tool": t.name },
-      el("code", {}, t.name), t.title ? " " + t.title : null,
+      el("code", {}, t.name), t.title ? " " : null, t.title ? bidi(t.title) : null,
       t.unavailable ? el("span", { class: "unavailable" }, " unavailable: " + t.unavailable) : null,
-      el("p", { class: "desc" }, t.description),
+      el("p", { class: "desc", dir: "auto" }, t.description),
       // Named with its tool: a screen reader going from control to
       // control heard "Input schema" for each tool alike.
       el("details", { open: openSchemas.has(t.name) }, el("summary", {}, "Input schema", el("span", { class: "sr" }, " of " + t.name)),

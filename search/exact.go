@@ -1,6 +1,7 @@
 package search
 
 import (
+	"slices"
 	"strings"
 	"sync"
 	"unicode"
@@ -37,21 +38,49 @@ func nameKey(name string) string {
 
 // names maps the name keys of one index's tools to their rows.
 type names struct {
-	bare map[string][]int // nameKey(tool name) → rows
-	ids  map[string]int   // nameKey(server) + "__" + nameKey(tool name) → row
+	tools []catalog.Tool
+	bare  map[string][]int // nameKey(tool name) → rows
+	ids   map[string][]int // nameKey(server) + "__" + nameKey(tool name) → rows
 }
 
 func newNames(tools []catalog.Tool) *names {
-	n := &names{bare: make(map[string][]int, len(tools)), ids: make(map[string]int, len(tools))}
+	n := &names{tools: tools, bare: make(map[string][]int, len(tools)), ids: make(map[string][]int, len(tools))}
 	for i, t := range tools {
 		k := nameKey(t.Name)
 		if k == "" {
 			continue
 		}
 		n.bare[k] = append(n.bare[k], i)
-		n.ids[nameKey(t.Server)+catalog.Sep+k] = i
+		id := nameKey(t.Server) + catalog.Sep + k
+		n.ids[id] = append(n.ids[id], i)
 	}
 	return n
+}
+
+// asWritten is rows, those tools of one server whose names are one name
+// (nameKey: Straße and STRASSE, café composed and decomposed) but for the
+// one named name byte for byte, when one is: a name written as it is
+// means that tool, not every tool of that server it reads as. Rows of
+// servers that have no tool so named stay.
+func (n *names) asWritten(rows []int, name string) []int {
+	if len(rows) < 2 {
+		return rows
+	}
+	var named map[string]bool // servers with a tool named name
+	for _, r := range rows {
+		if n.tools[r].Name == name {
+			if named == nil {
+				named = map[string]bool{}
+			}
+			named[n.tools[r].Server] = true
+		}
+	}
+	if named == nil {
+		return rows
+	}
+	return slices.DeleteFunc(slices.Clone(rows), func(r int) bool {
+		return named[n.tools[r].Server] && n.tools[r].Name != name
+	})
 }
 
 // lazyNames builds an index's names once: in the background when the
@@ -81,34 +110,38 @@ func (n *names) match(query string) []int {
 	}
 	// The whole query, quotes and backticks around it dropped.
 	whole := strings.Trim(strings.TrimSpace(query), "`'\"")
-	if r, ok := n.id(whole); ok {
-		add(r)
-	}
+	add(n.id(whole)...)
 	if rs := n.bare[nameKey(whole)]; len(rs) > 0 && isOneIdent(whole) {
-		add(rs...)
+		add(n.asWritten(rs, whole)...)
 	}
 	// Identifiers inside the query.
 	for _, tok := range identTokens(query) {
-		if r, ok := n.id(tok); ok {
-			add(r)
+		if rs := n.id(tok); len(rs) > 0 {
+			add(rs...)
 			continue
 		}
 		if len(catalog.SplitIdent([]byte(tok))) < 2 {
 			continue
 		}
-		add(n.bare[nameKey(tok)]...)
+		add(n.asWritten(n.bare[nameKey(tok)], tok)...)
 	}
 	return rows
 }
 
-// id looks s up as a server__tool ID.
-func (n *names) id(s string) (int, bool) {
+// id looks s up as a server__tool ID: the rows of the tools it names,
+// the one named so byte for byte when several read as s (asWritten).
+func (n *names) id(s string) []int {
 	server, tool, ok := strings.Cut(s, catalog.Sep)
 	if !ok || server == "" || tool == "" {
-		return 0, false
+		return nil
 	}
-	r, ok := n.ids[nameKey(server)+catalog.Sep+nameKey(tool)]
-	return r, ok
+	rows := n.ids[nameKey(server)+catalog.Sep+nameKey(tool)]
+	for _, r := range rows {
+		if len(rows) > 1 && n.tools[r].Server == server && n.tools[r].Name == tool {
+			return []int{r}
+		}
+	}
+	return rows
 }
 
 // isOneIdent reports whether s is a single identifier: no spaces.

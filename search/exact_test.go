@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/toolgate/toolgate/index/catalog"
@@ -165,6 +166,33 @@ func TestExactNamesBeyondASCII(t *testing.T) {
 		}
 		if fmt.Sprint(got) != fmt.Sprint(tt.want) {
 			t.Errorf("%q: exact hits %v, want %v", tt.query, got, tt.want)
+		}
+	}
+}
+
+// Two tools of one server whose names are one name caselessly (Straße
+// and STRASSE, café composed and decomposed): the name written byte for
+// byte as one of them ranks that one first, as an ID and as a bare name.
+func TestExactNameWrittenAsIsWins(t *testing.T) {
+	tools := []catalog.Tool{
+		{Server: "intl", Name: "straße", Description: "Sucht eine Straße."},
+		{Server: "intl", Name: "STRASSE", Description: "Findet eine Strasse."},
+		{Server: "intl", Name: "café", Description: "Commande un café."},
+		{Server: "intl", Name: "cafe\u0301", Description: "Commande un autre café."},
+	}
+	e := search.New(build(t, tools, &hashEmbedder{}), &hashEmbedder{}, nil)
+	defer e.Close()
+	for _, q := range []string{"intl__straße", "intl__STRASSE", "straße", "STRASSE", "intl__café", "intl__cafe\u0301", "café", "cafe\u0301"} {
+		res, err := e.Search(context.Background(), search.Query{Text: q, Limit: 5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Hits) == 0 || res.Hits[0].Tool.Name != strings.TrimPrefix(q, "intl__") || !res.Hits[0].Exact {
+			var got []string
+			for _, h := range res.Hits {
+				got = append(got, fmt.Sprintf("%s(exact=%v)", h.Tool.ID(), h.Exact))
+			}
+			t.Errorf("%q: hits %v, want the tool named so first", q, got)
 		}
 	}
 }

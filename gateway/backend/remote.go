@@ -25,9 +25,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"github.com/tidwall/gjson"
 
+	"github.com/toolgate/toolgate/gateway/backend/oauth"
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/internal/mask"
 	"github.com/toolgate/toolgate/internal/oneline"
@@ -257,6 +257,10 @@ func (r *refusal) fix(login loginCmd, typ string) *OwnWords {
 	return own(fix, nil)
 }
 
+// maxScopeSaid bounds the scopes a 403 asked for that its error quotes, in
+// bytes.
+const maxScopeSaid = 4 << 10
+
 // stepUpThen follows the login command in the fix of a 403 that asks a
 // logged-in server's login for more scopes.
 const stepUpThen = "`, which asks for them with those the login has, for you to approve (the entry's \"oauth\": {\"scopes\": [...]} still pins the scopes every login asks for)"
@@ -332,13 +336,9 @@ func describeRefusal(resp *http.Response, login bool) *refusal {
 		rf.proxy = proxyenv.OwnAnswer(resp)
 	}
 	if resp.StatusCode == http.StatusForbidden {
-		cs, _ := oauthex.ParseWWWAuthenticate(resp.Header.Values("WWW-Authenticate"))
-		for _, c := range cs {
-			// go-sdk's middleware names the scope without the error code.
-			if e := c.Params["error"]; c.Scheme == "bearer" && (e == "insufficient_scope" || e == "" && c.Params["scope"] != "") {
-				rf.scope = c.Params["scope"]
-			}
-		}
+		// Cut: a server may ask for megabytes of scopes, which the error
+		// (a model's tool result, /status) said whole.
+		rf.scope = oneline.Clip(oauth.InsufficientScope(resp.Header), maxScopeSaid)
 	}
 	return rf
 }

@@ -290,3 +290,22 @@ func TestSlowListingNotBlamedOnDiscover(t *testing.T) {
 		t.Errorf("status error %q, want the connect timeout, not the 400 to server/discover", st.Err)
 	}
 }
+
+// TestInsufficientScopeBounded: a server whose 403 asks for megabytes of
+// scopes gets a fix of bounded length: the scopes went into the error (a
+// model reads it in execute_tool's result, /status shows it) whole.
+func TestInsufficientScopeBounded(t *testing.T) {
+	scope := strings.Repeat("scope:x ", 1<<17) // 1 MiB
+	req := httptest.NewRequest(http.MethodPost, "http://localhost:19143/mcp", nil)
+	req.Header.Set("Authorization", "Bearer from-login")
+	h := http.Header{"Www-Authenticate": {`Bearer error="insufficient_scope", scope="` + strings.TrimSpace(scope) + `"`}}
+	resp := &http.Response{StatusCode: http.StatusForbidden, Status: "403 Forbidden", Request: req, Header: h, Body: io.NopCloser(strings.NewReader(""))}
+	rf := refusalOf(resp, false, true)
+	if rf == nil {
+		t.Fatal("no refusal")
+	}
+	fix := rf.fix(loginCmd{full: "toolgate auth login hosted", bare: "toolgate auth login hosted"}, config.TypeHTTP).Error()
+	if len(fix) > 8<<10 || !strings.Contains(fix, `the server wants the scopes "scope:x scope:x`) || !strings.Contains(fix, "toolgate auth login hosted") {
+		t.Errorf("fix of %d bytes, want at most 8 KiB naming the first scopes and the login: %.300s…", len(fix), fix)
+	}
+}

@@ -13,7 +13,8 @@ import (
 // their scope string (space-separated): a server that asks for ever more
 // scopes on each 403 must not make the login file grow without bound.
 // Scopes past it are left out of the record (the gateway's error still
-// names them all); the config's oauth.scopes can ask for them.
+// names them, up to its own bound); the config's oauth.scopes can ask for
+// them.
 const MaxStepUpScope = 1024
 
 // PendingScopes are the scopes of the step-up the server asked for that no
@@ -34,14 +35,13 @@ func askStepUp(l *Credentials, asked []string, now time.Time) bool {
 	size := len(strings.Join(pending, " "))
 	added := false
 	for _, s := range asked {
-		if !scopeToken(s) || slices.Contains(l.Scopes, s) || slices.Contains(pending, s) {
-			continue
-		}
 		n := len(s)
 		if len(pending) > 0 {
 			n++ // the space before it
 		}
-		if size+n > MaxStepUpScope {
+		// The size first: a 403 may ask for a million scopes, each
+		// compared with those the record holds.
+		if size+n > MaxStepUpScope || !scopeToken(s) || slices.Contains(l.Scopes, s) || slices.Contains(pending, s) {
 			continue
 		}
 		pending, size, added = append(pending, s), size+n, true
@@ -81,21 +81,27 @@ func scopeToken(s string) bool {
 	return true
 }
 
-// insufficientScope returns the scopes a 403's Bearer challenge asks for:
-// error="insufficient_scope" with a scope (RFC 6750 §3.1; the MCP
-// 2025-11-25 step-up), or a scope with no error code, as go-sdk's
-// middleware sends it. Nil for any other answer.
+// insufficientScope returns the scopes a 403's Bearer challenge asks for
+// (InsufficientScope); nil for any other answer.
 func insufficientScope(h http.Header) []string {
+	return strings.Fields(InsufficientScope(h))
+}
+
+// InsufficientScope returns the scope string a 403's Bearer challenge
+// asks for: error="insufficient_scope" with a scope (RFC 6750 §3.1; the
+// MCP 2025-11-25 step-up), or a scope with no error code, as go-sdk's
+// middleware sends it. "" for any other answer.
+func InsufficientScope(h http.Header) string {
 	cs, err := oauthex.ParseWWWAuthenticate(h.Values("WWW-Authenticate"))
 	if err != nil {
-		return nil
+		return ""
 	}
 	for _, c := range cs {
 		if e := c.Params["error"]; c.Scheme == "bearer" && (e == "insufficient_scope" || e == "" && c.Params["scope"] != "") {
-			return strings.Fields(c.Params["scope"])
+			return c.Params["scope"]
 		}
 	}
-	return nil
+	return ""
 }
 
 // union is a's scopes, then those of each of more not in it yet.

@@ -45,11 +45,13 @@ type Server struct {
 // redirectAt is where the login of srv listens for the redirect: the
 // host and port of its redirect URI ("0": a free one), the address to
 // listen on (localhost: 127.0.0.1, where browsers that try ::1 first go
-// on to) and its path.
+// on to) and its path as written ("" for none: the URI registered and
+// asked for is the entry's byte for byte, which a provider compares as a
+// string; the browser asks for "/", servedPath).
 func (srv Server) redirectAt() (host, port, listen, path string) {
 	host, port, path = "127.0.0.1", "0", CallbackPath
 	if u, err := url.Parse(srv.RedirectURI); srv.RedirectURI != "" && err == nil {
-		host, port, path = u.Hostname(), cmp.Or(u.Port(), "0"), cmp.Or(u.Path, "/")
+		host, port, path = u.Hostname(), cmp.Or(u.Port(), "0"), u.Path
 	}
 	listen = host
 	if host == "localhost" {
@@ -386,8 +388,17 @@ func listenAndRegister(ctx context.Context, hc *http.Client, srv Server, asm *oa
 	}
 	if asm.RegistrationEndpoint == "" {
 		ln.Close()
-		return nil, Client{}, fmt.Errorf("the authorization server %s does not offer dynamic client registration (RFC 7591): register a client for toolgate there (redirect URI http://127.0.0.1%s on any port) and give it in the server's \"oauth\": {\"clientId\": ...}",
-			asm.Issuer, CallbackPath)
+		// The redirect URI this login sends, to register (the entry's
+		// when it has one: the default is not what it sends).
+		uri := "http://127.0.0.1" + CallbackPath + " on any port"
+		switch {
+		case srv.RedirectURI != "" && port == "0":
+			uri = "http://" + strings.TrimSuffix(net.JoinHostPort(host, "0"), ":0") + path + ` on any port, the entry's "oauth": {"redirectUri"}`
+		case srv.RedirectURI != "":
+			uri = srv.RedirectURI + `, the entry's "oauth": {"redirectUri"}`
+		}
+		return nil, Client{}, fmt.Errorf("the authorization server %s does not offer dynamic client registration (RFC 7591): register a client for toolgate there (redirect URI %s) and give it in the server's \"oauth\": {\"clientId\": ...}",
+			asm.Issuer, uri)
 	}
 	reg, err := oauthex.RegisterClient(ctx, asm.RegistrationEndpoint, &oauthex.ClientRegistrationMetadata{
 		RedirectURIs:            []string{redirect},
@@ -424,7 +435,7 @@ type redirectResult struct {
 func awaitRedirect(ctx context.Context, ln net.Listener, path, state, server string, o LoginOptions, show func() error) (redirectResult, error) {
 	results := make(chan redirectResult, 1)
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET "+path, func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("GET "+servedPath(path), func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
 		if q.Get("state") != state {
 			// Not the answer to our request (a stale tab, a forgery): keep waiting.
@@ -499,12 +510,16 @@ func redirected(q url.Values) redirectResult {
 	return res
 }
 
+// servedPath is the path a browser asks for of a redirect URI whose path
+// is path: "/" for none.
+func servedPath(path string) string { return cmp.Or(path, "/") }
+
 // pastedRedirect is the redirect of a pasted address, or why it is not
 // this login's.
 func pastedRedirect(line, path, state string) (redirectResult, string) {
 	u, err := url.Parse(strings.TrimSpace(line))
-	if err != nil || u.Path != path {
-		return redirectResult{}, "it is not the address the browser ended at (http://127.0.0.1:PORT" + path + "?code=…)"
+	if err != nil || servedPath(u.Path) != servedPath(path) {
+		return redirectResult{}, "it is not the address the browser ended at (http://127.0.0.1:PORT" + servedPath(path) + "?code=…)"
 	}
 	if u.Query().Get("state") != state {
 		return redirectResult{}, "it belongs to another login (state mismatch): paste the address this login's browser tab ended at"

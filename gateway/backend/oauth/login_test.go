@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -263,5 +264,30 @@ func TestStoreRejectsForeignFile(t *testing.T) {
 	_, err := store.Load("c")
 	if err == nil || strings.Contains(err.Error(), "secret-token-value") {
 		t.Errorf("Load of a broken file = %v; want an error without its content", err)
+	}
+}
+
+// TestLoginRedirectURIAsWritten: an entry's redirectUri without a path
+// (http://127.0.0.1:PORT, as registered with a provider that compares
+// redirect URIs as strings) is the redirect URI the login registers and
+// asks for, byte for byte: it sent http://127.0.0.1:PORT/, which such a
+// provider refuses as another URI.
+func TestLoginRedirectURIAsWritten(t *testing.T) {
+	ctx := context.Background()
+	_, rs := protected(t, nil)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	redirect := "http://" + ln.Addr().String()
+	ln.Close()
+	srv := server(rs)
+	srv.RedirectURI = redirect
+	c, err := oauth.Login(ctx, oauth.NewStore(t.TempDir()), srv, &oauth.LoginOptions{Authorize: follow(ctx)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Client.RedirectURI != redirect {
+		t.Errorf("the login's redirect URI %q, want %q as the entry writes it", c.Client.RedirectURI, redirect)
 	}
 }

@@ -615,7 +615,7 @@ func (g *Gateway) idsMeant(c *policy.Caller, n string) []string {
 // between server and tool than "__" ("filesystem.read_file",
 // "filesystem/read_file", "filesystem:read_file", "everything_echo"), read
 // as catalog.Meant reads a name: in another case when one ID is so, else
-// with "_" and "-" alike too.
+// caselessly when one is, else with "_" and "-" alike too.
 func otherSeparator(n string, ids []string) []string {
 	if strings.Contains(n, catalog.Sep) {
 		return nil
@@ -631,11 +631,11 @@ func otherSeparator(n string, ids []string) []string {
 	if len(n) >= longest {
 		return nil
 	}
-	lower, folded := map[string]bool{}, map[string]bool{}
+	lower, caseless, folded := map[string]bool{}, map[string]bool{}, map[string]bool{}
 	for _, sep := range []string{".", "/", ":", "_"} {
 		for i := strings.Index(n, sep); i > 0; {
 			id := n[:i] + catalog.Sep + n[i+len(sep):]
-			lower[catalog.Caseless(id)], folded[catalog.FoldName(id)] = true, true
+			lower[strings.ToLower(id)], caseless[catalog.Caseless(id)], folded[catalog.FoldName(id)] = true, true, true
 			j := strings.Index(n[i+len(sep):], sep)
 			if j < 0 {
 				break
@@ -646,16 +646,22 @@ func otherSeparator(n string, ids []string) []string {
 	if len(folded) == 0 {
 		return nil
 	}
-	var same, found []string
+	var cased, same, found []string
 	for _, id := range ids {
-		if lower[catalog.Caseless(id)] {
+		if lower[strings.ToLower(id)] {
+			cased = append(cased, id)
+		}
+		if caseless[catalog.Caseless(id)] {
 			same = append(same, id)
 		}
 		if folded[catalog.FoldName(id)] {
 			found = append(found, id)
 		}
 	}
-	if len(same) == 1 {
+	switch {
+	case len(cased) == 1:
+		return cased
+	case len(same) == 1:
 		return same
 	}
 	return found

@@ -41,3 +41,27 @@ func TestNoMatchRephraseInTheToolsLanguage(t *testing.T) {
 		}
 	}
 }
+
+// A tool name written as none of the catalog's is read nearest first: in
+// another case only, then caselessly. With Straße and STRASSE side by
+// side, "intl__straße" runs Straße (caselessly it was both, and the call
+// was refused as ambiguous), "intl.STRASSE" STRASSE, and the name as
+// written runs that tool.
+func TestExecuteNameNearestFirst(t *testing.T) {
+	g, fs := newTestGateway(t, nil)
+	fs.tools = []catalog.Tool{{Server: "intl", Name: "Straße"}, {Server: "intl", Name: "STRASSE"}}
+	cs := connect(t, g)
+	for name, want := range map[string]string{
+		"intl__Straße":  "intl/Straße",
+		"intl__STRASSE": "intl/STRASSE",
+		"intl__straße":  "intl/Straße",
+		"intl__strasse": "intl/STRASSE",
+		"intl.straße":   "intl/Straße",
+		"INTL:STRASSE":  "intl/STRASSE",
+	} {
+		res := call(t, cs, ExecuteToolName, map[string]any{"name": name})
+		if txt := text(res); res.IsError || txt != want {
+			t.Errorf("execute_tool %q: %q (isError %v), want %q run", name, txt, res.IsError, want)
+		}
+	}
+}

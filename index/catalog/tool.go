@@ -112,13 +112,19 @@ func ServerMeant(name string, servers []string) (string, error) {
 }
 
 // Meant is the names of names that name, none of them as written, may
-// mean: the one named so in another case, when one is; else those named so
-// with "_" for "-" or the reverse too (FoldName). Several when name cannot
-// tell them apart (AmbiguousName).
+// mean, nearest first: the one named so in another case
+// (strings.EqualFold: straße for Straße), when one is; else the one named
+// so caselessly (Caseless: STRASSE, ｇｅｔ), when one is; else those named
+// so with "_" for "-" or the reverse too (FoldName). Several when name
+// cannot tell them apart (AmbiguousName). (Read caselessly alone, straße
+// beside Straße and STRASSE meant both, and was refused as ambiguous.)
 func Meant(name string, names []string) []string {
-	var same, folded []string
+	var cased, same, folded []string
 	caseless, fold := Caseless(name), FoldName(name)
 	for _, n := range names {
+		if strings.EqualFold(n, name) {
+			cased = append(cased, n)
+		}
 		if Caseless(n) == caseless {
 			same = append(same, n)
 		}
@@ -126,7 +132,10 @@ func Meant(name string, names []string) []string {
 			folded = append(folded, n)
 		}
 	}
-	if len(same) == 1 {
+	switch {
+	case len(cased) == 1:
+		return cased
+	case len(same) == 1:
 		return same
 	}
 	return folded

@@ -86,3 +86,28 @@ func TestFingerprintOutputSchema(t *testing.T) {
 		t.Error("an output schema of null is not one left out")
 	}
 }
+
+// TestMeantNearestFirst: a name written as none of the names is read
+// nearest first: in another case only (strings.EqualFold: straße for
+// Straße), then caselessly (STRASSE, ｇｅｔ), then with "_" for "-". With
+// Straße and STRASSE side by side, straße means Straße: caselessly it
+// reads as both, and the call was refused as ambiguous.
+func TestMeantNearestFirst(t *testing.T) {
+	names := []string{"fs__Straße", "fs__STRASSE", "fs__read-file", "fs__read_file", "fs__Read_File"}
+	for _, tc := range []struct {
+		name string
+		want []string
+	}{
+		{"fs__straße", []string{"fs__Straße"}},
+		{"FS__STRASSE", []string{"fs__STRASSE"}},
+		{"fs__strasse", []string{"fs__STRASSE"}},
+		{"fs__STRAẞE", []string{"fs__Straße"}},                                         // ẞ folds simply to ß
+		{"ｆｓ__ｓｔｒａｓｓｅ", []string{"fs__Straße", "fs__STRASSE"}},                         // only caselessly: both
+		{"FS__READ_FILE", []string{"fs__read-file", "fs__read_file", "fs__Read_File"}}, // two in another case: all it may be
+		{"FS__READ-FILE", []string{"fs__read-file"}},
+	} {
+		if got := Meant(tc.name, names); !slices.Equal(got, tc.want) {
+			t.Errorf("Meant(%q) = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}

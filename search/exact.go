@@ -40,11 +40,15 @@ func nameKey(name string) string {
 type names struct {
 	tools []catalog.Tool
 	bare  map[string][]int // nameKey(tool name) → rows
-	ids   map[string][]int // nameKey(server) + "__" + nameKey(tool name) → rows
+	ids   map[string]int   // nameKey(server) + "__" + nameKey(tool name) → first row
+	// same holds the rows of an ids key that several tools of one server
+	// have (getFile and get_file, Straße and STRASSE): rare, so not a
+	// slice a tool.
+	same map[string][]int
 }
 
 func newNames(tools []catalog.Tool) *names {
-	n := &names{tools: tools, bare: make(map[string][]int, len(tools)), ids: make(map[string][]int, len(tools))}
+	n := &names{tools: tools, bare: make(map[string][]int, len(tools)), ids: make(map[string]int, len(tools))}
 	for i, t := range tools {
 		k := nameKey(t.Name)
 		if k == "" {
@@ -52,7 +56,17 @@ func newNames(tools []catalog.Tool) *names {
 		}
 		n.bare[k] = append(n.bare[k], i)
 		id := nameKey(t.Server) + catalog.Sep + k
-		n.ids[id] = append(n.ids[id], i)
+		first, ok := n.ids[id]
+		switch {
+		case !ok:
+			n.ids[id] = i
+		case n.same == nil:
+			n.same = map[string][]int{id: {first, i}}
+		case n.same[id] == nil:
+			n.same[id] = []int{first, i}
+		default:
+			n.same[id] = append(n.same[id], i)
+		}
 	}
 	return n
 }
@@ -135,11 +149,19 @@ func (n *names) id(s string) []int {
 	if !ok || server == "" || tool == "" {
 		return nil
 	}
-	rows := n.ids[nameKey(server)+catalog.Sep+nameKey(tool)]
+	key := nameKey(server) + catalog.Sep + nameKey(tool)
+	first, ok := n.ids[key]
+	if !ok {
+		return nil
+	}
+	rows := n.same[key]
 	for _, r := range rows {
-		if len(rows) > 1 && n.tools[r].Server == server && n.tools[r].Name == tool {
+		if n.tools[r].Server == server && n.tools[r].Name == tool {
 			return []int{r}
 		}
+	}
+	if rows == nil {
+		return []int{first}
 	}
 	return rows
 }

@@ -628,6 +628,17 @@ func TestAuthStepUpEndToEnd(t *testing.T) {
 		t.Fatalf("the login file records the step-up %v, want [write]", c.PendingScopes())
 	}
 
+	// toolgate status and GET /status show it too: the server is up, and
+	// its calls fail 403 until the login. They showed it up, and nothing else.
+	if b := backendOf(t, getStatus(t, addr), "remote"); b.StepUp == nil || !slices.Equal(b.StepUp.Scopes, []string{"write"}) || b.StepUp.Login != command {
+		t.Errorf("GET /status's remote with a step-up pending: stepUp %+v, want scopes [write] and login %q", b.StepUp, command)
+	}
+	stOut, stErrOut, err := runToolgate(t, dataDir, "status")
+	if ee := (*exec.ExitError)(nil); !errors.As(err, &ee) || ee.ExitCode() != degradedExit || !strings.Contains(stErrOut, "remote asks for more scopes") ||
+		!strings.Contains(stOut, "remote asks for more scopes (write): run `"+command+"`") {
+		t.Errorf("toolgate status with a step-up pending: %v\n%s%s", err, stOut, stErrOut)
+	}
+
 	out, err := toolgateCmd(t, dataDir, "auth", "status", "--config", cfgPath).Output()
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != degradedExit || !strings.Contains(string(out), "step-up pending: the server asked for write") ||
@@ -672,6 +683,9 @@ func TestAuthStepUpEndToEnd(t *testing.T) {
 	if out, err := toolgateCmd(t, dataDir, "auth", "status", "--config", cfgPath).Output(); err != nil || strings.Contains(string(out), "step-up") {
 		t.Errorf("auth status after the step-up login: %v\n%s", err, out)
 	}
+	if b := backendOf(t, getStatus(t, addr), "remote"); b.StepUp != nil {
+		t.Errorf("GET /status's remote after the step-up login: stepUp %+v", b.StepUp)
+	}
 	for _, c := range []*oauth.Credentials{first, second} {
 		noToken(t, c, map[string]string{"serve's log": logs.String(), "auth status": string(out), "auth login": loginOut})
 	}
@@ -715,4 +729,16 @@ func TestAuthLoginRedirectURI(t *testing.T) {
 	if want := `redirectUri: "https://example.com/callback" is not a loopback redirect URI: give http://localhost:PORT/PATH`; err == nil || !strings.Contains(string(bad), want) {
 		t.Errorf("auth login with a redirectUri off the machine: %v\n%s\nwant it refused with %q", err, bad, want)
 	}
+}
+
+// backendOf is the backend named name in rep.
+func backendOf(t *testing.T, rep gateway.StatusReport, name string) gateway.BackendStatus {
+	t.Helper()
+	for _, b := range rep.Backends {
+		if b.Name == name {
+			return b
+		}
+	}
+	t.Fatalf("no backend %q in the status report", name)
+	return gateway.BackendStatus{}
 }

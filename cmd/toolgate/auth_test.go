@@ -604,6 +604,7 @@ func TestAuthStatusAsksTheServer(t *testing.T) {
 // request's scope), and the call then passes on the running gateway.
 func TestAuthStepUpEndToEnd(t *testing.T) {
 	as := oauthtest.NewAuthServer(t)
+	as.EnforceRegisteredScopes() // the first login's client may not ask for write
 	rs := oauthtest.NewResourceServer(t, as, backendtest.NewServer(backendtest.ParseModes("normal")),
 		&oauthtest.ResourceOptions{Scopes: []string{oauthtest.Scope}, CallScopes: []string{"write"}})
 	cfgPath := remoteConfig(t, "remote", rs.URL)
@@ -673,6 +674,9 @@ func TestAuthStepUpEndToEnd(t *testing.T) {
 		t.Errorf("the authorization requests asked for scopes %q, want %q, then %q", asked, oauthtest.Scope, "tools write")
 	}
 	second := storedCreds(t, dataDir, "remote")
+	if as.Registrations() != 2 || second.Client.ID == first.Client.ID {
+		t.Errorf("the step-up login: %d registrations, client %q (first %q); want a client registered for write", as.Registrations(), second.Client.ID, first.Client.ID)
+	}
 	if second.StepUp != nil {
 		t.Errorf("the login granted write keeps the step-up %+v", second.StepUp)
 	}

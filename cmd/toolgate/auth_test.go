@@ -18,6 +18,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -745,4 +746,71 @@ func backendOf(t *testing.T, rep gateway.StatusReport, name string) gateway.Back
 	}
 	t.Fatalf("no backend %q in the status report", name)
 	return gateway.BackendStatus{}
+}
+
+// TestAuthStepUpNotRecorded: a step-up the login folder would not take
+// (made immutable, so that root is refused too) is not recorded, and the
+// next login would ask for the old scopes: the call's error and GET
+// /status say so, with what to do instead (make the folder writable and
+// call again, or list the scopes in the entry's oauth.scopes). They said
+// to run the login. Once the folder takes writes, the next call records
+// it and the error names the login again.
+func TestAuthStepUpNotRecorded(t *testing.T) {
+	as := oauthtest.NewAuthServer(t)
+	rs := oauthtest.NewResourceServer(t, as, backendtest.NewServer(backendtest.ParseModes("normal")),
+		&oauthtest.ResourceOptions{Scopes: []string{oauthtest.Scope}, CallScopes: []string{"write"}})
+	cfgPath := remoteConfig(t, "remote", rs.URL)
+	dataDir := t.TempDir()
+	cliLogin(t, dataDir, cfgPath, "remote")
+	writable := readOnlyDir(t, filepath.Join(dataDir, oauth.StoreDir))
+
+	addr := freeAddr(t)
+	serve := toolgateCmd(t, dataDir, "serve", "--config", cfgPath, "--http", addr)
+	serve.Stderr = testLog(t, "toolgate: ")
+	ctx, cs := connectHTTP(t, serve, addr, 2*time.Minute)
+	res := executeTool(t, ctx, cs, "remote__echo", map[string]any{"text": "hi"})
+	want := `the server wants the scopes "tools write", which the login was not given, and the gateway could not record them for the next login (`
+	if text := resultText(res); !res.IsError || !strings.Contains(text, want) || !strings.Contains(text, "make the data folder writable") ||
+		!strings.Contains(text, `"oauth": {"scopes": [...]}, with those the login has, asks for them`) {
+		t.Fatalf("execute_tool(remote__echo) with the step-up not recorded: isError=%v %q; want %q and what to do", res.IsError, text, want)
+	}
+	if c := storedCreds(t, dataDir, "remote"); c.StepUp != nil {
+		t.Fatalf("the immutable login folder took the step-up %+v", c.StepUp)
+	}
+	b := backendOf(t, getStatus(t, addr), "remote")
+	if su := b.StepUp; su == nil || !slices.Equal(su.Scopes, []string{"write"}) || !strings.Contains(su.NotRecorded, "could not record write for the next login") {
+		t.Errorf("GET /status's remote with the step-up not recorded: stepUp %+v", su)
+	}
+
+	writable()
+	// A 403 ends the backend's session (go-sdk: "connection lost"), which
+	// connects again: the call is tried until it reaches the server.
+	var text string
+	testenv.Eventually(t, "remote__echo answered by the server again", func() bool {
+		text = resultText(executeTool(t, ctx, cs, "remote__echo", map[string]any{"text": "hi"}))
+		return strings.Contains(text, "the server wants the scopes")
+	})
+	if !strings.Contains(text, "which the login was not given: run `") || strings.Contains(text, "could not record") {
+		t.Errorf("execute_tool(remote__echo) once the folder takes writes: %q", text)
+	}
+	if c := storedCreds(t, dataDir, "remote"); !slices.Equal(c.PendingScopes(), []string{"write"}) {
+		t.Errorf("the login file records the step-up %v once the folder takes writes, want [write]", c.PendingScopes())
+	}
+	if su := backendOf(t, getStatus(t, addr), "remote").StepUp; su == nil || su.NotRecorded != "" {
+		t.Errorf("GET /status's remote once recorded: stepUp %+v", su)
+	}
+}
+
+// readOnlyDir makes dir refuse new files to this process, root too (the
+// immutable attribute: toolgate makes its login folder 0700 again, as its
+// owner may), and returns what undoes it (also run at the test's end).
+func readOnlyDir(t *testing.T, dir string) (undo func()) {
+	t.Helper()
+	if out, err := exec.Command("chattr", "+i", dir).CombinedOutput(); err != nil {
+		testenv.Missing(t, "chattr +i %s (needs CAP_LINUX_IMMUTABLE and a file system that has it): %v: %s", dir, err, out)
+	}
+	var once sync.Once
+	undo = func() { once.Do(func() { exec.Command("chattr", "-i", dir).Run() }) }
+	t.Cleanup(undo)
+	return undo
 }

@@ -770,7 +770,7 @@ func TestAuthStepUpNotRecorded(t *testing.T) {
 	ctx, cs := connectHTTP(t, serve, addr, 2*time.Minute)
 	res := executeTool(t, ctx, cs, "remote__echo", map[string]any{"text": "hi"})
 	want := `the server wants the scopes "tools write", which the login was not given, and the gateway could not record them for the next login (`
-	if text := resultText(res); !res.IsError || !strings.Contains(text, want) || !strings.Contains(text, "make the data folder writable") ||
+	if text := resultText(res); !res.IsError || !strings.Contains(text, want) || !strings.Contains(text, "make the login folder writable") ||
 		!strings.Contains(text, `"oauth": {"scopes": [...]}, with those the login has, asks for them`) {
 		t.Fatalf("execute_tool(remote__echo) with the step-up not recorded: isError=%v %q; want %q and what to do", res.IsError, text, want)
 	}

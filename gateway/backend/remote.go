@@ -297,7 +297,7 @@ func (c loginCmd) unrecorded(scope string) bool {
 
 // notRecordedFix is what to do about a step-up the data folder would not
 // take: the login alone would ask for the old scopes again.
-const notRecordedFix = "make the data folder writable (toolgate status says what fails) and call again, which records them, then run"
+const notRecordedFix = "make the login folder writable (the error says what refused) and call again, which records them, then run"
 
 // notRecorded is StepUp.NotRecorded of scopes, which could not be
 // recorded for why.

@@ -230,6 +230,13 @@ func (g *globals) commandWith(configDataDir string, words ...string) string {
 	return shellword.Join(words...)
 }
 
+// The gateway's logins tell its backends the command that logs in and the
+// step-ups their servers asked for.
+var (
+	_ backend.LoginCommander = (*oauth.Tokens)(nil)
+	_ backend.StepUpKeeper   = (*oauth.Tokens)(nil)
+)
+
 // loginCommand returns the exact command that logs in to a server of the
 // config at cfgPath with this data folder, for errors to quote.
 func (g *globals) loginCommand(cfgPath string) func(server string) string {

@@ -18,6 +18,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -604,6 +605,7 @@ func TestAuthStatusAsksTheServer(t *testing.T) {
 // request's scope), and the call then passes on the running gateway.
 func TestAuthStepUpEndToEnd(t *testing.T) {
 	as := oauthtest.NewAuthServer(t)
+	as.EnforceRegisteredScopes() // the first login's client may not ask for write
 	rs := oauthtest.NewResourceServer(t, as, backendtest.NewServer(backendtest.ParseModes("normal")),
 		&oauthtest.ResourceOptions{Scopes: []string{oauthtest.Scope}, CallScopes: []string{"write"}})
 	cfgPath := remoteConfig(t, "remote", rs.URL)
@@ -626,6 +628,17 @@ func TestAuthStepUpEndToEnd(t *testing.T) {
 	}
 	if c := storedCreds(t, dataDir, "remote"); !slices.Equal(c.PendingScopes(), []string{"write"}) {
 		t.Fatalf("the login file records the step-up %v, want [write]", c.PendingScopes())
+	}
+
+	// toolgate status and GET /status show it too: the server is up, and
+	// its calls fail 403 until the login. They showed it up, and nothing else.
+	if b := backendOf(t, getStatus(t, addr), "remote"); b.StepUp == nil || !slices.Equal(b.StepUp.Scopes, []string{"write"}) || b.StepUp.Login != command {
+		t.Errorf("GET /status's remote with a step-up pending: stepUp %+v, want scopes [write] and login %q", b.StepUp, command)
+	}
+	stOut, stErrOut, err := runToolgate(t, dataDir, "status")
+	if ee := (*exec.ExitError)(nil); !errors.As(err, &ee) || ee.ExitCode() != degradedExit || !strings.Contains(stErrOut, "remote asks for more scopes") ||
+		!strings.Contains(stOut, "remote asks for more scopes (write): run `"+command+"`") {
+		t.Errorf("toolgate status with a step-up pending: %v\n%s%s", err, stOut, stErrOut)
 	}
 
 	out, err := toolgateCmd(t, dataDir, "auth", "status", "--config", cfgPath).Output()
@@ -662,6 +675,9 @@ func TestAuthStepUpEndToEnd(t *testing.T) {
 		t.Errorf("the authorization requests asked for scopes %q, want %q, then %q", asked, oauthtest.Scope, "tools write")
 	}
 	second := storedCreds(t, dataDir, "remote")
+	if as.Registrations() != 2 || second.Client.ID == first.Client.ID {
+		t.Errorf("the step-up login: %d registrations, client %q (first %q); want a client registered for write", as.Registrations(), second.Client.ID, first.Client.ID)
+	}
 	if second.StepUp != nil {
 		t.Errorf("the login granted write keeps the step-up %+v", second.StepUp)
 	}
@@ -671,6 +687,9 @@ func TestAuthStepUpEndToEnd(t *testing.T) {
 	})
 	if out, err := toolgateCmd(t, dataDir, "auth", "status", "--config", cfgPath).Output(); err != nil || strings.Contains(string(out), "step-up") {
 		t.Errorf("auth status after the step-up login: %v\n%s", err, out)
+	}
+	if b := backendOf(t, getStatus(t, addr), "remote"); b.StepUp != nil {
+		t.Errorf("GET /status's remote after the step-up login: stepUp %+v", b.StepUp)
 	}
 	for _, c := range []*oauth.Credentials{first, second} {
 		noToken(t, c, map[string]string{"serve's log": logs.String(), "auth status": string(out), "auth login": loginOut})
@@ -715,4 +734,83 @@ func TestAuthLoginRedirectURI(t *testing.T) {
 	if want := `redirectUri: "https://example.com/callback" is not a loopback redirect URI: give http://localhost:PORT/PATH`; err == nil || !strings.Contains(string(bad), want) {
 		t.Errorf("auth login with a redirectUri off the machine: %v\n%s\nwant it refused with %q", err, bad, want)
 	}
+}
+
+// backendOf is the backend named name in rep.
+func backendOf(t *testing.T, rep gateway.StatusReport, name string) gateway.BackendStatus {
+	t.Helper()
+	for _, b := range rep.Backends {
+		if b.Name == name {
+			return b
+		}
+	}
+	t.Fatalf("no backend %q in the status report", name)
+	return gateway.BackendStatus{}
+}
+
+// TestAuthStepUpNotRecorded: a step-up the login folder would not take
+// (made immutable, so that root is refused too) is not recorded, and the
+// next login would ask for the old scopes: the call's error and GET
+// /status say so, with what to do instead (make the folder writable and
+// call again, or list the scopes in the entry's oauth.scopes). They said
+// to run the login. Once the folder takes writes, the next call records
+// it and the error names the login again.
+func TestAuthStepUpNotRecorded(t *testing.T) {
+	as := oauthtest.NewAuthServer(t)
+	rs := oauthtest.NewResourceServer(t, as, backendtest.NewServer(backendtest.ParseModes("normal")),
+		&oauthtest.ResourceOptions{Scopes: []string{oauthtest.Scope}, CallScopes: []string{"write"}})
+	cfgPath := remoteConfig(t, "remote", rs.URL)
+	dataDir := t.TempDir()
+	cliLogin(t, dataDir, cfgPath, "remote")
+	writable := readOnlyDir(t, filepath.Join(dataDir, oauth.StoreDir))
+
+	addr := freeAddr(t)
+	serve := toolgateCmd(t, dataDir, "serve", "--config", cfgPath, "--http", addr)
+	serve.Stderr = testLog(t, "toolgate: ")
+	ctx, cs := connectHTTP(t, serve, addr, 2*time.Minute)
+	res := executeTool(t, ctx, cs, "remote__echo", map[string]any{"text": "hi"})
+	want := `the server wants the scopes "tools write", which the login was not given, and the gateway could not record them for the next login (`
+	if text := resultText(res); !res.IsError || !strings.Contains(text, want) || !strings.Contains(text, "make the login folder writable") ||
+		!strings.Contains(text, `"oauth": {"scopes": [...]}, with those the login has, asks for them`) {
+		t.Fatalf("execute_tool(remote__echo) with the step-up not recorded: isError=%v %q; want %q and what to do", res.IsError, text, want)
+	}
+	if c := storedCreds(t, dataDir, "remote"); c.StepUp != nil {
+		t.Fatalf("the immutable login folder took the step-up %+v", c.StepUp)
+	}
+	b := backendOf(t, getStatus(t, addr), "remote")
+	if su := b.StepUp; su == nil || !slices.Equal(su.Scopes, []string{"write"}) || !strings.Contains(su.NotRecorded, "could not record write for the next login") {
+		t.Errorf("GET /status's remote with the step-up not recorded: stepUp %+v", su)
+	}
+
+	writable()
+	// A 403 ends the backend's session (go-sdk: "connection lost"), which
+	// connects again: the call is tried until it reaches the server.
+	var text string
+	testenv.Eventually(t, "remote__echo answered by the server again", func() bool {
+		text = resultText(executeTool(t, ctx, cs, "remote__echo", map[string]any{"text": "hi"}))
+		return strings.Contains(text, "the server wants the scopes")
+	})
+	if !strings.Contains(text, "which the login was not given: run `") || strings.Contains(text, "could not record") {
+		t.Errorf("execute_tool(remote__echo) once the folder takes writes: %q", text)
+	}
+	if c := storedCreds(t, dataDir, "remote"); !slices.Equal(c.PendingScopes(), []string{"write"}) {
+		t.Errorf("the login file records the step-up %v once the folder takes writes, want [write]", c.PendingScopes())
+	}
+	if su := backendOf(t, getStatus(t, addr), "remote").StepUp; su == nil || su.NotRecorded != "" {
+		t.Errorf("GET /status's remote once recorded: stepUp %+v", su)
+	}
+}
+
+// readOnlyDir makes dir refuse new files to this process, root too (the
+// immutable attribute: toolgate makes its login folder 0700 again, as its
+// owner may), and returns what undoes it (also run at the test's end).
+func readOnlyDir(t *testing.T, dir string) (undo func()) {
+	t.Helper()
+	if out, err := exec.Command("chattr", "+i", dir).CombinedOutput(); err != nil {
+		testenv.Missing(t, "chattr +i %s (needs CAP_LINUX_IMMUTABLE and a file system that has it): %v: %s", dir, err, out)
+	}
+	var once sync.Once
+	undo = func() { once.Do(func() { exec.Command("chattr", "-i", dir).Run() }) }
+	t.Cleanup(undo)
+	return undo
 }

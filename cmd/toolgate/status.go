@@ -474,6 +474,10 @@ func degradedReasons(rep gateway.StatusReport) []string {
 		default:
 			bad = append(bad, fmt.Sprintf("%s is %s", b.Name, b.State))
 		}
+		if b.StepUp != nil && b.State != backend.StateNeedsLogin {
+			// Up, and its calls that need the scopes fail 403.
+			bad = append(bad, b.Name+" asks for more scopes (a step-up)")
+		}
 	}
 	if st := rep.Storage; st != nil && st.Failing() {
 		if st.Writable {
@@ -582,6 +586,13 @@ func printStatus(w io.Writer, rep gateway.StatusReport) error {
 	for _, b := range rep.Backends {
 		if b.State == backend.StateNeedsLogin {
 			fmt.Fprintf(w, "\n%s\n", escapeUnsafe(b.Err))
+		}
+	}
+	// And a step-up: the server is up, and its calls that need the
+	// scopes fail 403 until the login, as `toolgate auth status` says.
+	for _, b := range rep.Backends {
+		if su := b.StepUp; su != nil && b.State != backend.StateNeedsLogin {
+			fmt.Fprintf(w, "\n%s\n", escapeUnsafe(stepUpLine(b.Name, su)))
 		}
 	}
 	// So are client certificates to renew, or whose file cannot be read.
@@ -806,4 +817,18 @@ func unwrapURLError(err error) error {
 		return ue.Err
 	}
 	return err
+}
+
+// stepUpLine is what toolgate status says of the step-up su that server
+// asked for: the scopes and the login that asks for them, or, when they
+// could not be recorded for it, what to do instead.
+func stepUpLine(server string, su *backend.StepUp) string {
+	scopes := ""
+	if len(su.Scopes) > 0 { // hidden from an API key that is not admin
+		scopes = " (" + strings.Join(su.Scopes, " ") + ")"
+	}
+	if su.NotRecorded != "" {
+		return fmt.Sprintf("%s asks for more scopes%s: %s: `%s`", server, scopes, su.NotRecorded, su.Login)
+	}
+	return fmt.Sprintf("%s asks for more scopes%s: run `%s`", server, scopes, su.Login)
 }

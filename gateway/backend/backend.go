@@ -437,6 +437,7 @@ func (b *backend) status() Status {
 			st.TLSCertError = err.Error()
 		}
 	}
+	st.StepUp = b.stepUp() // read from the login file, with no lock held
 	return st
 }
 

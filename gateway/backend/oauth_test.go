@@ -517,6 +517,14 @@ func TestOAuthInsufficientScopeThenLogin(t *testing.T) {
 	if c := e.stored(t); !slices.Equal(c.PendingScopes(), []string{"write"}) {
 		t.Errorf("the login file records the step-up %v, want [write]", c.PendingScopes())
 	}
+	// Its status carries the step-up, as toolgate status and the console
+	// show it; to a key that is not admin the command bare, no scopes.
+	if su := st.StepUp; su == nil || !slices.Equal(su.Scopes, []string{"write"}) || su.Login != login || su.NotRecorded != "" {
+		t.Errorf("status stepUp %+v, want scopes [write] and login %q", su, login)
+	}
+	if su := st.ForKey().StepUp; su == nil || su.Scopes != nil || su.Login != "toolgate auth login demo" {
+		t.Errorf("status stepUp as a key that is not admin reads it: %+v", su)
+	}
 	// A key that is not admin reads the gateway's words and the fix, what
 	// the server said hidden: its URL, its answer's body and the scopes of
 	// its WWW-Authenticate header (it read all hidden); the command bare,
@@ -535,6 +543,9 @@ func TestOAuthInsufficientScopeThenLogin(t *testing.T) {
 	}
 	testenv.Eventually(t, "demo up with the new login", func() bool { return statusOf(t, e.pool, "demo").State == StateUp })
 	e.echo(t, "with the scope")
+	if su := statusOf(t, e.pool, "demo").StepUp; su != nil {
+		t.Errorf("status stepUp after the login granted write: %+v", su)
+	}
 }
 
 // startDown starts e's pool on its http server "demo", whose errors name

@@ -282,6 +282,28 @@ type LoginCommander interface {
 	LoginCommand(server string) string
 }
 
+// StepUpKeeper is an Authorizer that keeps the step-ups servers asked for
+// (oauth.Tokens), for a backend's status and the fix of a 403 to tell.
+type StepUpKeeper interface {
+	// StepUp is the step-up server at url asked for that its login was
+	// not granted yet (scopes), and those of them the gateway could not
+	// record for the next login (unrecorded, why: the data folder refused
+	// the write), which that login would then not ask for.
+	StepUp(server, url string) (scopes, unrecorded []string, why error)
+}
+
+// StepUp is a step-up authorization a logged-in remote server asked for
+// (a 403 insufficient_scope naming scopes its login lacks, MCP
+// 2025-11-25): the calls that need them fail until the login it names.
+type StepUp struct {
+	Scopes []string `json:"scopes,omitempty"` // what the server asked for beyond the login's
+	Login  string   `json:"login"`            // the command that asks for them, as the call's error gives it
+	// NotRecorded says why the scopes could not be recorded for that
+	// login (the data folder refused the write), and what to do instead:
+	// the login alone would ask for the old scopes again.
+	NotRecorded string `json:"notRecorded,omitempty"`
+}
+
 // Status is a snapshot of one backend.
 type Status struct {
 	Name      string    `json:"name"`
@@ -308,6 +330,9 @@ type Status struct {
 	TLSCertNotBefore *time.Time `json:"tlsCertNotBefore,omitempty"`
 	TLSCertNotAfter  *time.Time `json:"tlsCertNotAfter,omitempty"`
 	TLSCertError     string     `json:"tlsCertError,omitempty"`
+	// StepUp is the step-up the server asked for that its login lacks
+	// (nil for none): it may be up while the calls that need it fail 403.
+	StepUp *StepUp `json:"stepUp,omitempty"`
 	// ErrForKey and LastErrForKey are what an API key that is not admin
 	// reads of Err and LastErr (ErrForKey of the errors they are the text
 	// of: the gateway's words and fix, what the server said hidden), which
@@ -333,6 +358,11 @@ const HiddenFromKey = "hidden from this API key: an admin key sees it"
 func (st Status) ForKey() Status {
 	st.TLSCert = ""
 	st.TLSCertError = ForKey(st.TLSCertError)
+	if st.StepUp != nil {
+		// As the 403's fix reads to such a key: the command bare, the
+		// server's scopes hidden.
+		st.StepUp = &StepUp{Login: bareLogin(st.Name), NotRecorded: ForKey(st.StepUp.NotRecorded)}
+	}
 	for _, s := range []struct{ text, forKey *string }{{&st.Err, &st.ErrForKey}, {&st.LastErr, &st.LastErrForKey}} {
 		if *s.forKey == "" {
 			*s.forKey = ForKey(*s.text)

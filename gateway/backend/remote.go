@@ -215,6 +215,12 @@ func (r *refusal) fix(login loginCmd, typ string) *OwnWords {
 	case r.code == http.StatusUnauthorized:
 		return &OwnWords{Before: "the server wants credentials: set them in the entry's \"headers\" (\"Authorization\": \"Bearer ${TOKEN}\"); `", Said: login,
 			After: "` logs in where the server offers OAuth"}
+	case r.code == http.StatusForbidden && r.scope != "" && r.login && login.unrecorded(r.scope):
+		// A step-up the data folder would not take: the login alone asks
+		// for the old scopes again. It said to run it all the same.
+		return &OwnWords{Before: "the server wants the scopes ", Said: errors.New(strconv.Quote(r.scope)),
+			After: ", which the login was not given, and the gateway could not record them for the next login (", Then: &OwnWords{Said: login.unrec.why,
+				After: "): " + notRecordedFix + " `", Then: login.then("` (the entry's \"oauth\": {\"scopes\": [...]}, with those the login has, asks for them without the record)")}}
 	case r.code == http.StatusForbidden && r.scope != "" && r.login:
 		// A step-up (MCP 2025-11-25): the Authorizer recorded the scopes
 		// in the login file, and the login asks for them with those it
@@ -273,7 +279,36 @@ const stepUpThen = "`, which asks for them with those the login has, for you to 
 // (ErrForKey). The fixes said the bare command to all: run as printed for a
 // gateway on another data folder, it logged in to the default one, or
 // failed with no gateway there to take the config from.
-type loginCmd struct{ full, bare string }
+type loginCmd struct {
+	full, bare string
+	// unrec is the step-up the Authorizer could not record for the next
+	// login (StepUpKeeper), nil for none: a pointer, as errors compare.
+	unrec *unrecorded
+}
+
+// unrecorded are the scopes of a step-up that could not be recorded for
+// the next login, and why.
+type unrecorded struct {
+	scopes []string
+	why    error
+}
+
+// unrecorded says whether a scope of the 403's scope string is one of a
+// step-up the next login would not ask for, its record refused.
+func (c loginCmd) unrecorded(scope string) bool {
+	return c.unrec != nil && slices.ContainsFunc(strings.Fields(scope), func(s string) bool { return slices.Contains(c.unrec.scopes, s) })
+}
+
+// notRecordedFix is what to do about a step-up the data folder would not
+// take: the login alone would ask for the old scopes again.
+const notRecordedFix = "make the login folder writable (the error says what refused) and call again, which records them, then run"
+
+// notRecorded is StepUp.NotRecorded of scopes, which could not be
+// recorded for why.
+func notRecorded(scopes []string, why error) string {
+	return fmt.Sprintf("the gateway could not record %s for the next login (%v): %s the login; or list them, with those the login has, in the entry's \"oauth\": {\"scopes\": [...]} and run it",
+		strings.Join(scopes, " "), why, notRecordedFix)
+}
 
 func (c loginCmd) Error() string  { return c.full }
 func (c loginCmd) forKey() string { return c.bare }
@@ -703,14 +738,47 @@ func (b *backend) auth() Authorizer {
 	return b.p.opts.Auth
 }
 
+// bareLogin is the command that logs in to server, without the config
+// and data folder: what an API key that is not admin reads.
+func bareLogin(server string) string { return "toolgate auth login " + server }
+
+// stepUp is the step-up the server asked for that its login lacks, from
+// the Authorizer (StepUpKeeper); nil for none.
+func (b *backend) stepUp() *StepUp {
+	c, scopes := b.login()
+	if len(scopes) == 0 {
+		return nil
+	}
+	su := &StepUp{Scopes: scopes, Login: c.full}
+	if c.unrec != nil {
+		su.NotRecorded = notRecorded(c.unrec.scopes, c.unrec.why)
+	}
+	return su
+}
+
 // loginCommand is the command that logs in to the server, for its
 // refusals' fixes: the Authorizer's (LoginCommander) when it names one.
 func (b *backend) loginCommand() loginCmd {
-	bare := "toolgate auth login " + b.cfg.Name
+	c, _ := b.login()
+	return c
+}
+
+// login is loginCommand, and the scopes of the step-up the server asked
+// for that its login lacks (StepUpKeeper), read together.
+func (b *backend) login() (loginCmd, []string) {
+	bare := bareLogin(b.cfg.Name)
+	c := loginCmd{full: bare, bare: bare}
 	if lc, ok := b.p.opts.Auth.(LoginCommander); ok {
-		return loginCmd{full: lc.LoginCommand(b.cfg.Name), bare: bare}
+		c.full = lc.LoginCommand(b.cfg.Name)
 	}
-	return loginCmd{full: bare, bare: bare}
+	var scopes []string
+	if k, ok := b.auth().(StepUpKeeper); ok {
+		var u unrecorded
+		if scopes, u.scopes, u.why = k.StepUp(b.cfg.Name, b.cfg.URL); len(u.scopes) > 0 {
+			c.unrec = &u
+		}
+	}
+	return c, scopes
 }
 
 // connectRemote connects over streamable HTTP or SSE. ctx is the session's

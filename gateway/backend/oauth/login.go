@@ -361,10 +361,20 @@ func refusesClient(ctx context.Context, hc *http.Client, authURL string) (refuse
 // listenAndRegister opens the loopback listener of the redirect (RFC 8252
 // §7.3: an IP literal, any port) and returns it with the client to log in
 // as: the config's, the one registered by the previous login when its port
-// is free again, or a new registration (RFC 7591) for this port.
+// is free again and it was registered for every scope asked for now, or a
+// new registration (RFC 7591) for this port and these scopes.
+//
+// A step-up asks for scopes beyond those the previous login's client was
+// registered for: an authorization server that holds a client to its
+// registration refuses them (invalid_scope), on a page or in the redirect,
+// once the user went through the browser. So such a login registers anew
+// before the browser opens, rather than retrying after that refusal: one
+// registration request, and the user approves once. A client from the
+// config (oauth.clientId) is used as it is: its registration is the
+// operator's.
 func listenAndRegister(ctx context.Context, hc *http.Client, srv Server, asm *oauthex.AuthServerMeta, scopes []string, prev *Credentials, clientName string) (net.Listener, Client, error) {
 	host, port, listen, path := srv.redirectAt()
-	if prev != nil && prev.Client.Registered && srv.ClientID == "" && sameIssuer(prev.Issuer, asm.Issuer) {
+	if prev != nil && prev.Client.Registered && srv.ClientID == "" && sameIssuer(prev.Issuer, asm.Issuer) && registeredFor(prev, scopes) {
 		if u, err := url.Parse(prev.Client.RedirectURI); err == nil && u.Hostname() == host && u.Path == path && (port == "0" || u.Port() == port) {
 			if ln, err := net.Listen("tcp", net.JoinHostPort(listen, u.Port())); err == nil {
 				return ln, prev.Client, nil
@@ -420,7 +430,22 @@ func listenAndRegister(ctx context.Context, hc *http.Client, srv Server, asm *oa
 			method = "client_secret_basic" // RFC 7591's default
 		}
 	}
-	return ln, Client{ID: reg.ClientID, Secret: reg.ClientSecret, AuthMethod: method, RedirectURI: redirect, Registered: true}, nil
+	registered := strings.Fields(reg.Scope)
+	if len(registered) == 0 {
+		registered = scopes // the server did not say: what it was asked for
+	}
+	return ln, Client{ID: reg.ClientID, Secret: reg.ClientSecret, AuthMethod: method, RedirectURI: redirect, Registered: true, Scopes: registered}, nil
+}
+
+// registeredFor reports whether the client of the login prev was
+// registered for every one of scopes: its Client.Scopes, or for a login
+// saved before they were kept, the scopes that login has.
+func registeredFor(prev *Credentials, scopes []string) bool {
+	registered := prev.Client.Scopes
+	if len(registered) == 0 {
+		registered = prev.Scopes
+	}
+	return !slices.ContainsFunc(scopes, func(s string) bool { return !slices.Contains(registered, s) })
 }
 
 type redirectResult struct {

@@ -20,10 +20,14 @@ import (
 // same config, asks for the scopes the login had and those the server
 // asked for, says so before the browser opens (naming the one the
 // authorization server does not list), and, granted them, clears the
-// record; the call then passes.
+// record; the call then passes. The authorization server holds a client to
+// the scopes it registered: the client registered for the first login's
+// scopes is not used for the step-up's, a new one is registered (the login
+// was refused invalid_scope).
 func TestStepUpRecordedThenAskedFor(t *testing.T) {
 	ctx := context.Background()
 	as, rs := protected(t, &oauthtest.ResourceOptions{CallScopes: []string{"write"}})
+	as.EnforceRegisteredScopes()
 	store := oauth.NewStore(t.TempDir())
 	if _, err := oauth.Login(ctx, store, server(rs), &oauth.LoginOptions{Authorize: follow(ctx)}); err != nil {
 		t.Fatal(err)
@@ -63,6 +67,9 @@ func TestStepUpRecordedThenAskedFor(t *testing.T) {
 		StepUp: func(scopes, stepUp, unlisted []string) { told = append(told, scopes, stepUp, unlisted) }})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if as.Registrations() != 2 || !slices.Equal(l.Client.Scopes, []string{oauthtest.Scope, "write"}) {
+		t.Errorf("the step-up login: %d registrations, client registered for %v; want a second one, for [%s write]", as.Registrations(), l.Client.Scopes, oauthtest.Scope)
 	}
 	asked := as.AuthorizedScopes()
 	if got := asked[len(asked)-1]; got != oauthtest.Scope+" write" {

@@ -84,6 +84,11 @@ type Client struct {
 	// Registered is true for a client toolgate registered itself (RFC
 	// 7591), false for one from the config's oauth.clientId.
 	Registered bool `json:"registered"`
+	// Scopes are the scopes a client toolgate registered was registered
+	// for (the registration's "scope"): a login asking for more registers
+	// anew. Empty in a login saved before they were kept: that login's
+	// Scopes stand for them.
+	Scopes []string `json:"scopes,omitempty"`
 }
 
 // Token is an access token and what renews it.

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -101,6 +102,10 @@ type Tokens struct {
 	mu      sync.Mutex
 	flights map[string]chan struct{} // one refresh at a time per server (capacity 1)
 	waits   map[string]*wait         // Changed channels by server
+	// stepUps caches each login file's step-up for StepUp, by server;
+	// unrecorded holds the step-ups the data folder would not take.
+	stepUps    map[string]stepUpFile
+	unrecorded map[string]unrecordedStepUp
 
 	stop chan struct{}
 	done chan struct{}
@@ -125,8 +130,11 @@ func NewTokens(store *Store, opts *Options) *Tokens {
 		log:     o.Logger,
 		flights: map[string]chan struct{}{},
 		waits:   map[string]*wait{},
-		stop:    make(chan struct{}),
-		done:    make(chan struct{}),
+
+		stepUps:    map[string]stepUpFile{},
+		unrecorded: map[string]unrecordedStepUp{},
+		stop:       make(chan struct{}),
+		done:       make(chan struct{}),
 	}
 	go t.poll()
 	return t
@@ -146,6 +154,72 @@ func (t *Tokens) Close() error {
 // LoginCommand is the command that logs in to server (Options.LoginCommand),
 // for the pool's errors to quote (backend.LoginCommander).
 func (t *Tokens) LoginCommand(server string) string { return t.opts.LoginCommand(server) }
+
+// stepUpFile is what a login file, as stat saw it, says of a step-up:
+// the login's scopes and those pending, for a server at url.
+type stepUpFile struct {
+	seen             fileState
+	url              string
+	granted, pending []string
+}
+
+// unrecordedStepUp are scopes a server asked for that could not be
+// written to its login file, and why.
+type unrecordedStepUp struct {
+	scopes []string
+	why    error
+}
+
+// StepUp is the step-up server at url asked for that its login lacks
+// (backend.StepUpKeeper): the scopes its login file records as pending,
+// with those this gateway could not record there (unrecorded, and why:
+// the data folder refused the write), which the next `auth login` would
+// not ask for. None while no usable login is stored (the backend needs a
+// login then, which says so). The file is read again only when it
+// changed.
+func (t *Tokens) StepUp(server, url string) (scopes, unrecorded []string, why error) {
+	st := t.stat(server)
+	t.mu.Lock()
+	f, ok := t.stepUps[server]
+	t.mu.Unlock()
+	if !ok || f.seen != st || f.url != url {
+		f = stepUpFile{seen: st, url: url}
+		if c, _, err := t.load(server, url); err == nil && c != nil {
+			f.granted, f.pending = c.Scopes, c.PendingScopes()
+		}
+		t.mu.Lock()
+		t.stepUps[server] = f
+		t.mu.Unlock()
+	}
+	t.mu.Lock()
+	u := t.unrecorded[server]
+	t.mu.Unlock()
+	for _, s := range u.scopes {
+		if !slices.Contains(f.granted, s) && !slices.Contains(f.pending, s) {
+			unrecorded = append(unrecorded, s)
+		}
+	}
+	if len(unrecorded) == 0 {
+		return f.pending, nil, nil
+	}
+	return union(f.pending, unrecorded), unrecorded, u.why
+}
+
+// notRecorded keeps in memory the scopes of a step-up that could not be
+// written to server's login file, for StepUp; recorded forgets them once
+// a write took the record.
+func (t *Tokens) notRecorded(server string, scopes []string, why error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	u := t.unrecorded[server]
+	t.unrecorded[server] = unrecordedStepUp{scopes: union(u.scopes, scopes), why: why}
+}
+
+func (t *Tokens) recorded(server string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.unrecorded, server)
+}
 
 // Changed returns a channel that is closed once server's login file
 // changes (a login, a logout, a refresh by another gateway) after this
@@ -383,13 +457,19 @@ func (tr *transport) stepUp(scopes []string) {
 	if !askStepUp(&mem, scopes, tr.t.opts.Now()) {
 		return
 	}
+	// Not recorded, the next login would ask for the old scopes: the
+	// call's error and the backend's status say what to do instead.
+	fail := func(err error) {
+		tr.t.log.Warn("the server asks for more scopes; not recorded for the next login", "server", tr.server, "scopes", scopes, "err", err)
+		tr.t.notRecorded(tr.server, mem.StepUp.Scopes, err)
+	}
 	if err := tr.t.opts.Storage.Check(); err != nil {
-		tr.t.log.Warn("the server asks for more scopes; not recorded for the next login (the data folder cannot take it)", "server", tr.server, "scopes", scopes, "err", err)
+		fail(err)
 		return
 	}
 	unlock, err := tr.t.store.lock(tr.server)
 	if err != nil {
-		tr.t.log.Warn("the server asks for more scopes; not recorded for the next login", "server", tr.server, "scopes", scopes, "err", err)
+		fail(err)
 		return
 	}
 	defer unlock()
@@ -399,11 +479,12 @@ func (tr *transport) stepUp(scopes []string) {
 	}
 	if askStepUp(disk, scopes, tr.t.opts.Now()) {
 		if err := tr.t.save(disk); err != nil {
-			tr.t.log.Warn("the server asks for more scopes; not recorded for the next login", "server", tr.server, "scopes", scopes, "err", err)
+			fail(err)
 			return
 		}
 		tr.t.log.Info("the server asks for more scopes (step-up); the next `toolgate auth login` asks for them", "server", tr.server, "pending", disk.StepUp.Scopes)
 	}
+	tr.t.recorded(tr.server)
 	tr.mu.Lock()
 	tr.seen = tr.t.stat(tr.server)
 	tr.mu.Unlock()

@@ -266,7 +266,12 @@ function renderState(st) {
   const disabled = st.disabled || [];
   $("backends-summary").textContent = st.up + " of " + st.total + " up" + (disabled.length ? ", " + disabled.length + " disabled" : "");
   const rows = st.backends.map((b) => {
-    const err = b.error || b.lastError || "";
+    // A step-up pending: the server is up and its calls that need the
+    // scopes fail 403 until the login named (toolgate status says it too).
+    const su = b.stepUp;
+    const stepUp = su && b.state !== "needs-login" ? "asks for more scopes" + (su.scopes ? " (" + su.scopes.join(" ") + ")" : "") + ": " +
+      (su.notRecorded ? su.notRecorded + ": `" + su.login + "`" : "run `" + su.login + "`") : "";
+    const err = stepUp || b.error || b.lastError || "";
     return el("tr", { "data-server": b.name, "data-state": b.state, "data-pid": b.pid || "" },
       el("th", { scope: "row" }, b.name),
       el("td", {}, el("span", { class: "state state-" + b.state }, b.state)),

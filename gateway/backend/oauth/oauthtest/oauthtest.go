@@ -52,10 +52,14 @@ type AuthServer struct {
 
 	// Lifetime of the access tokens issued from now on (default 1h).
 	lifetime atomic.Int64
+	// enforce: an authorization request for a scope the client did not
+	// register is refused (EnforceRegisteredScopes).
+	enforce atomic.Bool
 
 	mu        sync.Mutex
 	resource  string              // the resource tokens are for ("" = any)
 	clients   map[string][]string // client id → redirect URIs
+	cscopes   map[string][]string // client id → the scopes it registered
 	codes     map[string]codeGrant
 	access    map[string]tokenGrant
 	refresh   map[string]bool   // refresh token → usable
@@ -92,7 +96,7 @@ func NewAuthServerTLS(t testing.TB, c *tls.Config) *AuthServer {
 	}
 	a := &AuthServer{
 		t: t, addr: ln.Addr().String(), URL: scheme(c) + ln.Addr().String(), tls: c,
-		clients: map[string][]string{}, codes: map[string]codeGrant{},
+		clients: map[string][]string{}, cscopes: map[string][]string{}, codes: map[string]codeGrant{},
 		access: map[string]tokenGrant{}, refresh: map[string]bool{}, rscope: map[string]string{},
 	}
 	a.lifetime.Store(int64(time.Hour))
@@ -142,6 +146,13 @@ func (a *AuthServer) Start() {
 	}
 	a.serve(ln)
 }
+
+// EnforceRegisteredScopes makes the authorization endpoint refuse, from now
+// on, a request for a scope its client did not register (its registration's
+// "scope"; Scope for one that named none), with invalid_scope (RFC 6749
+// §4.1.2.1), as authorization servers that hold a dynamically registered
+// client to its registration do.
+func (a *AuthServer) EnforceRegisteredScopes() { a.enforce.Store(true) }
 
 // SetLifetime sets the lifetime of the access tokens issued from now on.
 func (a *AuthServer) SetLifetime(d time.Duration) { a.lifetime.Store(int64(d)) }
@@ -242,11 +253,15 @@ func (a *AuthServer) register(w http.ResponseWriter, r *http.Request) {
 	id := "client-" + rand.Text()[:8]
 	a.mu.Lock()
 	a.clients[id] = m.RedirectURIs
+	a.cscopes[id] = strings.Fields(m.Scope)
+	if m.Scope == "" {
+		a.cscopes[id] = []string{Scope}
+	}
 	a.mu.Unlock()
 	a.registrations.Add(1)
 	writeJSON(w, http.StatusCreated, map[string]any{
 		"client_id": id, "redirect_uris": m.RedirectURIs, "token_endpoint_auth_method": "none",
-		"grant_types": m.GrantTypes, "response_types": m.ResponseTypes, "client_name": m.ClientName,
+		"grant_types": m.GrantTypes, "response_types": m.ResponseTypes, "client_name": m.ClientName, "scope": m.Scope,
 	})
 }
 
@@ -254,6 +269,7 @@ func (a *AuthServer) authorize(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	a.mu.Lock()
 	redirects, known := a.clients[q.Get("client_id")]
+	registered := a.cscopes[q.Get("client_id")]
 	a.resources = append(a.resources, q.Get("resource"))
 	a.scopes = append(a.scopes, q.Get("scope"))
 	want := a.resource
@@ -269,6 +285,9 @@ func (a *AuthServer) authorize(w http.ResponseWriter, r *http.Request) {
 	case q.Get("response_type") != "code" || q.Get("code_challenge_method") != "S256" || q.Get("code_challenge") == "":
 		v.Set("error", "invalid_request")
 		v.Set("error_description", "code flow with PKCE S256 required")
+	case a.enforce.Load() && !containsAll(registered, strings.Fields(q.Get("scope"))):
+		v.Set("error", "invalid_scope")
+		v.Set("error_description", "the client registered the scope "+strings.Join(registered, " ")+", not "+q.Get("scope"))
 	case want != "" && q.Get("resource") != want:
 		v.Set("error", "invalid_target")
 		v.Set("error_description", "unknown resource "+q.Get("resource"))

@@ -204,7 +204,7 @@ func (l *Loop) build(ctx context.Context) (ix *index.Index, inMemory bool, err e
 	l.mu.Lock()
 	l.current = ix.Tools()
 	l.mu.Unlock()
-	l.log.Info("index ready", "tools", ix.Len(), "state", rep.Before, "added", rep.Added, "changed", rep.Changed, "removed", rep.Removed, "embedded", rep.Embedded, "took", rep.Duration.Round(time.Millisecond))
+	l.log.Info("index ready", "tools", ix.Len(), "state", rep.Before, "added", rep.Added, "changed", rep.Changed, "removed", rep.Removed, "embedded", rep.Embedded, rep.ByModel(), "took", rep.Duration.Round(time.Millisecond))
 	l.toSweep = l.sweepable(tools, live, configured)
 	return ix, false, nil
 }

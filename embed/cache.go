@@ -618,6 +618,16 @@ func queryKey(key []byte) []byte {
 // distinct text once), then stores them. A failure to read or store is
 // reported (Storage) or logged, not returned: the vectors are still right.
 func (c *Cached) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	out, _, err := c.embed(ctx, texts, 0, false)
+	return out, err
+}
+
+// EmbedCounted is Embed that also says how many distinct texts the model
+// embedded, the others answered by the cache: what an index build logs
+// (index.Report.ModelTexts). Its "embedded" counts the tools it sent here,
+// which read as embedded again at an upgrade that took every vector from
+// the cache.
+func (c *Cached) EmbedCounted(ctx context.Context, texts []string) ([][]float32, int, error) {
 	return c.embed(ctx, texts, 0, false)
 }
 
@@ -626,7 +636,8 @@ func (c *Cached) Embed(ctx context.Context, texts []string) ([][]float32, error)
 // so the cache does not grow with every distinct query ever asked. A query
 // that is also a tool's text finds that text's vector and stores nothing.
 func (c *Cached) EmbedQueries(ctx context.Context, texts []string) ([][]float32, error) {
-	return c.embed(ctx, texts, c.queryTTL, true)
+	out, _, err := c.embed(ctx, texts, c.queryTTL, true)
+	return out, err
 }
 
 // EmbedKnownQueries is EmbedQueries for queries that are not a client's
@@ -637,11 +648,13 @@ func (c *Cached) EmbedQueries(ctx context.Context, texts []string) ([][]float32,
 // past the day's first 5,000, and a second eval over 8,904 queries
 // embedded 3,904 of them again.
 func (c *Cached) EmbedKnownQueries(ctx context.Context, texts []string) ([][]float32, error) {
-	return c.embed(ctx, texts, c.queryTTL, false)
+	out, _, err := c.embed(ctx, texts, c.queryTTL, false)
+	return out, err
 }
 
-// embed is Embed, storing new vectors for ttl (0: for good).
-func (c *Cached) embed(ctx context.Context, texts []string, ttl time.Duration, bounded bool) ([][]float32, error) {
+// embed is Embed, storing new vectors for ttl (0: for good), and how
+// many distinct texts the model embedded.
+func (c *Cached) embed(ctx context.Context, texts []string, ttl time.Duration, bounded bool) ([][]float32, int, error) {
 	c.openLazy()
 	out := make([][]float32, len(texts))
 	keys := make([][]byte, len(texts))
@@ -674,19 +687,19 @@ func (c *Cached) embed(ctx context.Context, texts []string, ttl time.Duration, b
 	c.hits.Add(int64(len(texts) - countMissing(out)))
 	c.misses.Add(int64(len(miss)))
 	if len(miss) == 0 {
-		return out, nil
+		return out, 0, nil
 	}
 	vecs, err := c.inner.Embed(ctx, miss)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if len(vecs) != len(miss) {
-		return nil, fmt.Errorf("embed: model returned %d vectors for %d texts", len(vecs), len(miss))
+		return nil, 0, fmt.Errorf("embed: model returned %d vectors for %d texts", len(vecs), len(miss))
 	}
 	newKeys := make([][]byte, len(miss))
 	for j, t := range miss {
 		if len(vecs[j]) != c.dim {
-			return nil, fmt.Errorf("embed: model returned a %d-wide vector, want %d", len(vecs[j]), c.dim)
+			return nil, 0, fmt.Errorf("embed: model returned a %d-wide vector, want %d", len(vecs[j]), c.dim)
 		}
 		for _, i := range pos[t] {
 			out[i] = vecs[j]
@@ -696,13 +709,13 @@ func (c *Cached) embed(ctx context.Context, texts []string, ttl time.Duration, b
 	if c.ModelID() != id {
 		// The model's files arrived during the call: the keys are not
 		// those of the model that made the vectors.
-		return out, nil
+		return out, len(miss), nil
 	}
 	if bounded {
 		newKeys, vecs = c.allowedQueries(newKeys, vecs)
 	}
 	c.put(newKeys, vecs, ttl)
-	return out, nil
+	return out, len(miss), nil
 }
 
 // allowedQueries keeps the new query vectors the day's allowance lets the

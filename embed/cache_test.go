@@ -1203,3 +1203,27 @@ func TestCacheQueryStoresBounded(t *testing.T) {
 		t.Errorf("%d query vectors stored, want 80: the known queries spent the allowance", n)
 	}
 }
+
+// EmbedCounted says how many distinct texts the model embedded, the others
+// answered by the cache: what an index build logs as by_model.
+func TestCacheEmbedCounted(t *testing.T) {
+	inner := &fakeModel{id: "fake/a@1", dim: 8}
+	c, err := NewCached(inner, "", &CacheOptions{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for _, tc := range []struct {
+		texts []string
+		model int
+	}{
+		{[]string{"a", "b", "a"}, 2},
+		{[]string{"b", "c", "a"}, 1},
+		{[]string{"a", "b", "c"}, 0},
+	} {
+		got, n, err := c.EmbedCounted(context.Background(), tc.texts)
+		if err != nil || len(got) != len(tc.texts) || n != tc.model {
+			t.Errorf("EmbedCounted(%q) = %d vectors, %d by the model, %v; want %d, %d", tc.texts, len(got), n, err, len(tc.texts), tc.model)
+		}
+	}
+}

@@ -45,6 +45,39 @@ type Embedder interface {
 	Embed(ctx context.Context, texts []string) ([][]float32, error)
 }
 
+// modelCounter is an Embedder with a cache that says how many texts of a
+// call its model embedded, the others answered by the cache
+// (embed.Cached.EmbedCounted).
+type modelCounter interface {
+	EmbedCounted(ctx context.Context, texts []string) ([][]float32, int, error)
+}
+
+// countingEmbedder is an Embedder whose calls go through its modelCounter,
+// adding up what the model embedded.
+type countingEmbedder struct {
+	Embedder
+	counter modelCounter
+	model   atomic.Int64
+}
+
+func (c *countingEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	out, n, err := c.counter.EmbedCounted(ctx, texts)
+	c.model.Add(int64(n))
+	return out, err
+}
+
+// DocumentPrefix is the wrapped embedder's (DocumentPrefix looks for it).
+func (c *countingEmbedder) DocumentPrefix() string { return DocumentPrefix(c.Embedder) }
+
+// countModel wraps emb to count the texts its model embeds; nil when emb
+// does not say.
+func countModel(emb Embedder) *countingEmbedder {
+	if mc, ok := emb.(modelCounter); ok {
+		return &countingEmbedder{Embedder: emb, counter: mc}
+	}
+	return nil
+}
+
 // DocumentPrefix is what emb's model wants before a document (see
 // embed.Embedder.DocumentPrefix; "" when it says nothing).
 func DocumentPrefix(emb Embedder) string {

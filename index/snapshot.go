@@ -47,6 +47,36 @@ func encodeCatalog(tools []catalog.Tool) []byte {
 
 var errBadCatalog = errors.New("catalog snapshot is damaged")
 
+// ErrSnapshotFormat says a generation's catalog snapshot is another
+// toolgate version's (an older one's, after an upgrade; a newer one's,
+// after a rollback): not damaged, and rebuilt by this toolgate from the
+// servers' listings and the embedding cache. The upgrade to format 7 met
+// it at every first start, which said "could not be read", and `toolgate
+// doctor` "damaged: bad header".
+var ErrSnapshotFormat = errors.New("catalog snapshot of another toolgate version")
+
+// olderCatalogs names the index formats of each older snapshot header.
+var olderCatalogs = map[string]string{"TGC1": "2 to 3", "TGC2": "4 to 6"}
+
+// checkCatalogHeader refuses a snapshot that is not this format's, saying
+// whose it is.
+func checkCatalogHeader(b []byte) error {
+	if len(b) >= len(catalogMagic) && string(b[:len(catalogMagic)]) == catalogMagic {
+		return nil
+	}
+	if len(b) < len(catalogMagic) {
+		return fmt.Errorf("%w: bad header", errBadCatalog)
+	}
+	head := string(b[:len(catalogMagic)])
+	if formats, ok := olderCatalogs[head]; ok {
+		return fmt.Errorf("%w: %q is an older toolgate's (index formats %s; this one writes %q, format %d)", ErrSnapshotFormat, head, formats, catalogMagic, FormatVersion)
+	}
+	if head[:3] == catalogMagic[:3] && head[3] > catalogMagic[3] && head[3] <= '9' {
+		return fmt.Errorf("%w: %q is a newer toolgate's (this one reads %q, format %d)", ErrSnapshotFormat, head, catalogMagic, FormatVersion)
+	}
+	return fmt.Errorf("%w: bad header", errBadCatalog)
+}
+
 // bytesOf is s's bytes, not copied; they must not be written.
 func bytesOf(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
 
@@ -63,8 +93,8 @@ func stringOf(b []byte) string {
 // 7.7 MB more held for the life of the index), so b must never be written
 // afterwards.
 func decodeCatalog(b []byte) ([]catalog.Tool, error) {
-	if len(b) < len(catalogMagic) || string(b[:len(catalogMagic)]) != catalogMagic {
-		return nil, fmt.Errorf("%w: bad header", errBadCatalog)
+	if err := checkCatalogHeader(b); err != nil {
+		return nil, err
 	}
 	b = b[len(catalogMagic):]
 	n, k := binary.Uvarint(b)

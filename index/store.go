@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"math"
 	"os"
 	"path/filepath"
@@ -170,14 +171,18 @@ func inspect(dir string, modelID string, fp string) (State, *Manifest, error) {
 
 // Report says what Ensure did, for `toolgate index` and logs.
 type Report struct {
-	Before     State     // state found on disk
-	Manifest   *Manifest // manifest of the generation now current
-	Rebuilt    bool
-	Tools      int
-	Added      int // vs the previous generation's catalog (all tools when there was none)
-	Changed    int
-	Removed    int
-	Embedded   int // tools sent to the embedder (its own cache may still answer them)
+	Before   State     // state found on disk
+	Manifest *Manifest // manifest of the generation now current
+	Rebuilt  bool
+	Tools    int
+	Added    int // vs the previous generation's catalog (all tools when there was none)
+	Changed  int
+	Removed  int
+	Embedded int // tools sent to the embedder (its own cache may still answer them)
+	// ModelTexts is how many texts the embedder's model embedded for
+	// Embedded's tools, the others answered by its cache; -1 when the
+	// embedder does not say (one without a cache).
+	ModelTexts int
 	Reused     int // vectors copied from the previous generation (same model, same text)
 	Duration   time.Duration
 	Generation int
@@ -187,6 +192,16 @@ type Report struct {
 	// those whose Bleve document changed, and those removed.
 	Reindexed   int
 	Incremental bool // the Bleve index was updated from the previous generation's, not rebuilt
+}
+
+// ByModel is the log attribute of ModelTexts, "by_model": the texts the
+// model embedded, the rest from the embedding cache ("unknown" when the
+// embedder does not say).
+func (r Report) ByModel() slog.Attr {
+	if r.ModelTexts < 0 {
+		return slog.String("by_model", "unknown")
+	}
+	return slog.Int("by_model", r.ModelTexts)
 }
 
 // Ensure opens the index in the index folder dir (created if needed; by
@@ -316,7 +331,7 @@ func EnsureReport(ctx context.Context, dir string, tools []catalog.Tool, emb Emb
 	rep.Duration = time.Since(start)
 	log.Info("index built", "dir", ixDir, "state_before", string(rep.Before), "tools", len(sorted),
 		"added", rep.Added, "changed", rep.Changed, "removed", rep.Removed,
-		"embedded", rep.Embedded, "reused", rep.Reused, "reindexed", rep.Reindexed, "incremental", rep.Incremental,
+		"embedded", rep.Embedded, rep.ByModel(), "reused", rep.Reused, "reindexed", rep.Reindexed, "incremental", rep.Incremental,
 		"generation", gen, "duration", rep.Duration)
 	return ix, rep, nil
 }
@@ -380,12 +395,21 @@ func writeGeneration(ctx context.Context, gd string, tools []catalog.Tool, fp st
 		Tools:       len(tools),
 		Created:     time.Now().UTC().Truncate(time.Second),
 	}
+	rep.ModelTexts = -1
 	if emb != nil {
-		vecs, embedded, reused, err := embedReusing(ctx, tools, emb, old, more, opts)
+		use := emb
+		counted := countModel(emb)
+		if counted != nil {
+			use = counted
+		}
+		vecs, embedded, reused, err := embedReusing(ctx, tools, use, old, more, opts)
 		if err != nil {
 			return nil, err
 		}
 		rep.Embedded, rep.Reused = embedded, reused
+		if counted != nil {
+			rep.ModelTexts = int(counted.model.Load())
+		}
 		if err := writeVectors(filepath.Join(gd, vectorsFile), vecs, len(tools), emb.Dim()); err != nil {
 			return nil, err
 		}

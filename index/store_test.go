@@ -56,6 +56,17 @@ func (c *cachingEmbedder) Embed(ctx context.Context, texts []string) ([][]float3
 
 func (c *cachingEmbedder) Stats() (hits, misses int) { return c.hits, c.misses }
 
+// countingCache is a cachingEmbedder that says, as embed.Cached does, how
+// many texts of a call its model embedded.
+type countingCache struct{ *cachingEmbedder }
+
+func (c countingCache) EmbedCounted(ctx context.Context, texts []string) ([][]float32, int, error) {
+	_, before := c.Stats()
+	out, err := c.cachingEmbedder.Embed(ctx, texts)
+	_, after := c.Stats()
+	return out, after - before, err
+}
+
 func newCaching(id string) *cachingEmbedder {
 	return &cachingEmbedder{fakeEmbedder: fakeEmbedder{id: id, dim: 32}, cache: map[string][]float32{}}
 }
@@ -506,6 +517,60 @@ func TestEnsureSaysAnOlderFormat(t *testing.T) {
 				t.Errorf("report %+v, log:\n%s\nwant %s", rep, logs.String(), tc.want)
 			}
 		})
+	}
+}
+
+// An index rebuilt at an upgrade from the embedding cache says the model
+// embedded nothing: its log said only "embedded=47", the tools sent to the
+// embedder, which read as all of them embedded again.
+func TestEnsureSaysWhatTheModelEmbedded(t *testing.T) {
+	dir := t.TempDir()
+	tools := testTools()
+	emb := countingCache{newCaching("fake/1")}
+	var logs testenv.LogBuffer
+	build := func(what string) Report {
+		t.Helper()
+		ix, rep, err := EnsureReport(context.Background(), dir, tools, emb, &Options{Logger: logs.Logger()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ix.Close()
+		if !rep.Rebuilt {
+			t.Fatalf("%s: not rebuilt: %+v", what, rep)
+		}
+		return rep
+	}
+	first := build("first build")
+	_, texts := emb.Stats()
+	if first.Embedded != len(tools) || first.ModelTexts != texts || texts == 0 {
+		t.Errorf("first build: embedded %d, by the model %d, want %d and %d", first.Embedded, first.ModelTexts, len(tools), texts)
+	}
+	m, err := readManifest(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Format = FormatVersion - 1 // an upgrade: rebuilt, every vector from the cache
+	b, _ := json.Marshal(m)
+	if err := os.WriteFile(filepath.Join(dir, manifestFile), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	up := build("upgrade")
+	if up.Embedded != len(tools) || up.ModelTexts != 0 {
+		t.Errorf("upgrade: embedded %d, by the model %d, want %d and 0", up.Embedded, up.ModelTexts, len(tools))
+	}
+	if want := fmt.Sprintf("embedded=%d by_model=0 ", len(tools)); !strings.Contains(logs.String(), want) {
+		t.Errorf("the log does not say %q:\n%s", want, logs.String())
+	}
+
+	// An embedder that does not say: the log says so.
+	var plain testenv.LogBuffer
+	ix, rep, err := EnsureReport(context.Background(), t.TempDir(), tools, &fakeEmbedder{id: "fake/1", dim: 32}, &Options{Logger: plain.Logger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix.Close()
+	if rep.ModelTexts != -1 || !strings.Contains(plain.String(), "by_model=unknown") {
+		t.Errorf("an embedder without a count: %+v, log:\n%s", rep, plain.String())
 	}
 }
 

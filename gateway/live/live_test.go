@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -245,6 +246,67 @@ func TestWarmStart(t *testing.T) {
 			t.Errorf("the log does not say why:\n%s", f.logs)
 		}
 	})
+}
+
+// The first start after an upgrade that changed the catalog snapshot
+// (index format 6 to 7) is cold, and its searches and log say so: they
+// said "the index in the data folder could not be read", as for a damaged
+// one.
+func TestColdStartFromAnotherVersionsSnapshot(t *testing.T) {
+	dir := t.TempDir()
+	emb := &fakeEmbedder{model: "m1"}
+	lastRun(t, dir, emb)
+	olderSnapshot(t, dir)
+	pool := newFakePool("a", "b")
+	gated := &gatedEmbedder{fakeEmbedder: fakeEmbedder{model: "m1"}, open: make(chan struct{})}
+	f := newFixture(t, dir, pool, &Options{Embedder: gated, ColdWait: time.Millisecond}, "a", "b")
+	if f.loop.Warm() {
+		t.Fatal("Warm() from a snapshot of another toolgate version")
+	}
+	if !strings.Contains(f.logs.String(), "another toolgate version") || !strings.Contains(f.logs.String(), `\"TGC2\" is an older toolgate's`) {
+		t.Errorf("the log does not say why:\n%s", f.logs)
+	}
+	pool.list("a", "apple")
+	pool.list("b", "banana")
+	f.run(t)
+	f.wait(t, "the build's tool count", func(s Stats) bool { return s.BuildingTotal == 2 })
+	want := "the tool index is being built (0 of 2 tools embedded; the index in the data folder is another toolgate version's: this one builds its own once, from the servers' listings (vectors from the embedding cache)); try again in a few seconds"
+	if err := f.loop.Building(); err == nil || err.Error() != want {
+		t.Errorf("Building() = %v, want %q", err, want)
+	}
+	close(gated.open)
+	f.wait(t, "the first index", func(s Stats) bool { return s.CatalogGeneration > 0 && !s.Building })
+}
+
+// olderSnapshot makes the index in dir look as the toolgate of index
+// format 6 wrote it: its manifest's format, its snapshot's header "TGC2".
+func olderSnapshot(t *testing.T, dir string) {
+	t.Helper()
+	mp := filepath.Join(dir, "manifest.json")
+	b, err := os.ReadFile(mp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	m["format"] = 6
+	if b, err = json.Marshal(m); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(mp, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cp := filepath.Join(dir, fmt.Sprintf("gen-%v", m["generation"]), "catalog.bin")
+	cat, err := os.ReadFile(cp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copy(cat, "TGC2")
+	if err := os.WriteFile(cp, cat, 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // lastRun runs a loop over servers a (tool apple) and b (banana) with

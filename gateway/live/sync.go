@@ -204,7 +204,7 @@ func (l *Loop) build(ctx context.Context) (ix *index.Index, inMemory bool, err e
 	l.mu.Lock()
 	l.current = ix.Tools()
 	l.mu.Unlock()
-	l.log.Info("index ready", "tools", ix.Len(), "state", rep.Before, "added", rep.Added, "changed", rep.Changed, "removed", rep.Removed, "embedded", rep.Embedded, "took", rep.Duration.Round(time.Millisecond))
+	l.log.Info("index ready", "tools", ix.Len(), "state", rep.Before, "added", rep.Added, "changed", rep.Changed, "removed", rep.Removed, "embedded", rep.Embedded, rep.ByModel(), "took", rep.Duration.Round(time.Millisecond))
 	l.toSweep = l.sweepable(tools, live, configured)
 	return ix, false, nil
 }
@@ -421,6 +421,13 @@ func (l *Loop) openWarm(servers []string, config string) (*index.Index, []catalo
 	// The data folder's index, or the one kept for this config when the
 	// gateway of another config wrote the index since (index.OpenFor).
 	ix, err := index.OpenFor(l.dir, servers, &index.Options{Logger: l.log, Config: config, AnyFormat: true})
+	if errors.Is(err, index.ErrSnapshotFormat) {
+		// An upgrade (or a rollback) across a change of the catalog
+		// snapshot: expected, and said as such, not as a fault.
+		why := "the index in the data folder is another toolgate version's: this one builds its own once, from the servers' listings (vectors from the embedding cache)"
+		l.log.Info("not starting warm: "+why, "dir", l.dir, "err", err)
+		return nil, nil, why
+	}
 	if err != nil {
 		l.log.Debug("no warm index", "dir", l.dir, "err", err)
 		if st, _, _ := index.Inspect(l.dir, "", nil); st == index.StateMissing {

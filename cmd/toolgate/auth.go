@@ -481,27 +481,19 @@ func runAuthStatus(ctx context.Context, g *globals, w, stderr io.Writer, f authS
 		}
 	}
 	var says []string
-	switch len(need) {
-	case 0:
-	case 1:
-		says = append(says, need[0]+" needs a login")
-	default:
-		says = append(says, strings.Join(need, ", ")+" need a login")
+	// servers, then what one of them or several say.
+	say := func(servers []string, one, several string) {
+		switch len(servers) {
+		case 0:
+		case 1:
+			says = append(says, servers[0]+one)
+		default:
+			says = append(says, strings.Join(servers, ", ")+several)
+		}
 	}
-	switch len(token) {
-	case 0:
-	case 1:
-		says = append(says, token[0]+` needs a token in its "headers"`)
-	default:
-		says = append(says, strings.Join(token, ", ")+` need a token in their "headers"`)
-	}
-	switch len(stepUp) {
-	case 0:
-	case 1:
-		says = append(says, stepUp[0]+" asks for more scopes (a step-up)")
-	default:
-		says = append(says, strings.Join(stepUp, ", ")+" ask for more scopes (a step-up)")
-	}
+	say(need, " needs a login", " need a login")
+	say(token, ` needs a token in its "headers"`, ` need a token in their "headers"`)
+	say(stepUp, " asks for more scopes (a step-up)", " ask for more scopes (a step-up)")
 	if len(unknown) > 0 {
 		// A server that could not be asked (unreachable, its certificate
 		// not trusted) may need a login too: not a clean bill.

@@ -3,14 +3,19 @@ package main
 import (
 	"cmp"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/toolgate/toolgate/gateway"
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/internal/proxyenv"
 )
@@ -27,6 +32,10 @@ type healthFlags struct {
 	// else the flag's or the default), asked for the port the gateway
 	// took when its toolgate.http.addr has port 0.
 	dataDir func(cfg *config.File) string
+	// fallback is the address asked when none is given and no gateway on
+	// the data folder serves --config ("": defaultStatusAddr; tests point
+	// it at a gateway of their own).
+	fallback string
 }
 
 func newHealthCmd(g *globals) *cobra.Command {
@@ -45,8 +54,9 @@ curl or wget (a distroless image):
   HEALTHCHECK CMD ["toolgate", "health", "--ready"]
 
 The address is --addr, else the toolgate.http.addr of --config (whose
-certificate is trusted exactly when it serves HTTPS; with port 0, the port
-its gateway on the data folder took), else ` + defaultStatusAddr + `;
+certificate is trusted exactly when it serves HTTPS; with port 0, or none,
+the address its gateway on the data folder took), else ` + defaultStatusAddr + `,
+where a gateway that says it serves another config is not --config's;
 a wildcard host (0.0.0.0:8931, the address a container serves) is asked at
 127.0.0.1. No API key is needed: the probes answer without one.
 
@@ -74,23 +84,33 @@ func runHealth(ctx context.Context, w io.Writer, f healthFlags) error {
 		return usageError{fmt.Errorf("--timeout %s: want a duration above 0, e.g. 5s", f.timeout)}
 	}
 	front := frontTarget{addr: f.addr}
+	// fellBack: --config names no address and no gateway on the data
+	// folder serves it, so the default address is asked, and whatever
+	// answers there must be the config's (noneLocal says why none was
+	// found on the data folder).
+	fellBack, noneLocal := false, ""
 	if front.addr == "" && f.config != "" {
 		cfg, err := config.Load(f.config)
 		if err != nil {
 			return err
 		}
 		front = configFront(cfg)
-		if anyPort(front.addr) && f.dataDir != nil {
-			// Port 0: the port the gateway took, on its status socket.
+		if (front.addr == "" || anyPort(front.addr)) && f.dataDir != nil {
+			// Port 0, or none (served with --http ADDR): the address the
+			// gateway took, on its status socket.
 			dataDir := f.dataDir(cfg)
 			found, ok := configGateway(ctx, dataDir, f.config, f.timeout)
-			if !ok {
+			switch {
+			case ok:
+				front = found
+			case front.addr != "":
 				return anyPortError(dataDir, f.config, front.addr)
+			default:
+				fellBack, noneLocal = true, noGatewayOn(dataDir)
 			}
-			front = found
 		}
 	}
-	front.addr, front.ca = cmp.Or(front.addr, defaultStatusAddr), f.ca
+	front.addr, front.ca = cmp.Or(front.addr, f.fallback, defaultStatusAddr), f.ca
 	u, err := front.url()
 	if err != nil {
 		return usageError{err}
@@ -128,6 +148,40 @@ func runHealth(ctx context.Context, w io.Writer, f healthFlags) error {
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("%s (%s from %s)", line, resp.Status, u)
 	}
+	if fellBack {
+		if err := sameConfig(ctx, front, u, f.config, noneLocal); err != nil {
+			return err
+		}
+	}
 	_, err = fmt.Fprintf(w, "%s (%s)\n", line, u)
 	return err
+}
+
+// sameConfig checks that the gateway at u (the default address, asked for
+// --config's gateway) serves config, from its GET /status (with
+// $TOOLGATE_KEY when set): a gateway that does not say (one that wants a
+// key) is taken at its word.
+func sameConfig(ctx context.Context, front frontTarget, u *url.URL, config, noneLocal string) error {
+	su := *u
+	su.Path = strings.TrimSuffix(su.Path, "/healthz") + "/status"
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, su.String(), nil)
+	if err != nil {
+		return err
+	}
+	if k := os.Getenv(envKey); k != "" {
+		req.Header.Set("Authorization", "Bearer "+k)
+	}
+	resp, err := front.client().Do(req)
+	if err != nil {
+		return nil
+	}
+	defer resp.Body.Close()
+	var rep gateway.StatusReport
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(&rep) != nil {
+		return nil
+	}
+	if err := otherConfig(u.Host, rep.Process, config, noneLocal); err != nil {
+		return errors.New(strings.ReplaceAll(err.Error(), "\n", " ")) // in one line, as health's every answer
+	}
+	return nil
 }

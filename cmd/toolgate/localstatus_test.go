@@ -109,6 +109,13 @@ func TestStatusFindsLocalGateways(t *testing.T) {
 		}
 	}
 
+	// health --config of a config without toolgate.http.addr, served with
+	// --http ADDR: the address its gateway on the data folder took (it
+	// asked 127.0.0.1:8931, another gateway's or nobody's).
+	if out, stderr, err := runToolgate(t, data, "health", "--config", cfg); err != nil || out != "ok (http://"+addr+"/healthz)\n" {
+		t.Errorf("health --config of a gateway served with --http %s: %v, %q %q", addr, err, out, stderr)
+	}
+
 	// Killed: its socket stays, nobody listens; stopped: its socket goes.
 	// (The client session reaps the process: a Wait here would race it.)
 	sock := ""
@@ -807,6 +814,47 @@ func TestStatusDefaultAddressOtherConfig(t *testing.T) {
 	out.Reset()
 	if err := runStatus(context.Background(), &out, f); err != nil || !strings.Contains(out.String(), "pid 4242") {
 		t.Errorf("status --config of its own default gateway: %v\n%s", err, out.String())
+	}
+}
+
+// TestHealthDefaultAddressOtherConfig: `toolgate health --config FILE` of
+// a config without toolgate.http.addr, no gateway on the data folder
+// serving it, asks the default address; a gateway there that serves
+// another config (a developer's `make run`) is not FILE's: it said ok.
+func TestHealthDefaultAddressOtherConfig(t *testing.T) {
+	t.Setenv(envKey, "")
+	data := t.TempDir()
+	cfg := filepath.Join(t.TempDir(), "toolgate.json")
+	if err := os.WriteFile(cfg, []byte(`{"mcpServers": {"one": {"command": "true"}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gatewayOf := func(serving string, statusCode int) string {
+		mux := http.NewServeMux()
+		mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "ok") })
+		mux.HandleFunc("GET /status", func(w http.ResponseWriter, _ *http.Request) {
+			w.WriteHeader(statusCode)
+			json.NewEncoder(w).Encode(gateway.StatusReport{Process: &gateway.ProcessInfo{PID: 4242, Transport: "http", Config: []string{serving}}})
+		})
+		srv := httptest.NewServer(mux)
+		t.Cleanup(srv.Close)
+		return srv.Listener.Addr().String()
+	}
+	f := healthFlags{config: cfg, dataDir: func(*config.File) string { return data }, timeout: 2 * time.Second}
+	other := "/srv/other/toolgate.json"
+	f.fallback = gatewayOf(other, http.StatusOK)
+	var out bytes.Buffer
+	err := runHealth(context.Background(), &out, f)
+	if err == nil || !strings.Contains(err.Error(), "the gateway at "+f.fallback+" serves another config ("+other+"), not "+cfg) ||
+		!strings.Contains(err.Error(), "no gateway runs on the data folder "+data) || strings.Contains(err.Error(), "\n") || out.Len() > 0 {
+		t.Errorf("health --config of another config's default gateway: %v\n%s", err, out.String())
+	}
+	// Serving this config, or not saying (it wants a key): ok.
+	for _, fallback := range []string{gatewayOf(cfg, http.StatusOK), gatewayOf(other, http.StatusUnauthorized)} {
+		f.fallback = fallback
+		out.Reset()
+		if err := runHealth(context.Background(), &out, f); err != nil || out.String() != "ok (http://"+fallback+"/healthz)\n" {
+			t.Errorf("health --config of a default gateway that is its own or does not say: %v\n%s", err, out.String())
+		}
 	}
 }
 

@@ -254,16 +254,27 @@ func runStatus(ctx context.Context, w io.Writer, f statusFlags) error {
 	if err != nil {
 		return err
 	}
-	if p := rep.Process; fellBack && cfg != nil && p != nil && len(p.Config) > 0 && !slices.Contains(p.Config, absPaths([]string{f.config})[0]) {
-		// The default address answered for another config (the gateway of
-		// `make run`, say): its status is not this config's.
-		return fmt.Errorf("the gateway at %s serves another config (%s), not %s%s\n%s",
-			hostOf(u), strings.Join(p.Config, " + "), f.config, noneLocal, startOne(hostOf(u)))
+	if fellBack && cfg != nil {
+		if err := otherConfig(hostOf(u), rep.Process, f.config, noneLocal); err != nil {
+			return err
+		}
 	}
 	if err := writeStatus(w, body, rep, f.asJSON); err != nil {
 		return err
 	}
 	return degraded(rep)
+}
+
+// otherConfig is the error of a gateway at host, asked at the default
+// address for config's, that serves another config (the gateway of `make
+// run`, say): its status and health are not config's. nil when it serves
+// config or does not say.
+func otherConfig(host string, p *gateway.ProcessInfo, config, noneLocal string) error {
+	if p == nil || len(p.Config) == 0 || slices.Contains(p.Config, absPaths([]string{config})[0]) {
+		return nil
+	}
+	return fmt.Errorf("the gateway at %s serves another config (%s), not %s%s\n%s",
+		host, strings.Join(p.Config, " + "), config, noneLocal, startOne(host))
 }
 
 // noAnswer is the fault of a gateway that took the connection to u but sent

@@ -632,8 +632,12 @@ func TestAuthStepUpEndToEnd(t *testing.T) {
 
 	// toolgate status and GET /status show it too: the server is up, and
 	// its calls fail 403 until the login. They showed it up, and nothing else.
+	// Up on its first session: the refused call ended it (go-sdk), and the
+	// server was down until it connected again.
 	if b := backendOf(t, getStatus(t, addr), "remote"); b.StepUp == nil || !slices.Equal(b.StepUp.Scopes, []string{"write"}) || b.StepUp.Login != command {
 		t.Errorf("GET /status's remote with a step-up pending: stepUp %+v, want scopes [write] and login %q", b.StepUp, command)
+	} else if b.State != "up" || b.Restarts != 0 {
+		t.Errorf("GET /status's remote after a call refused 403 insufficient_scope: %s, %d restarts (%s); want up on its first session", b.State, b.Restarts, b.Err)
 	}
 	stOut, stErrOut, err := runToolgate(t, dataDir, "status")
 	if ee := (*exec.ExitError)(nil); !errors.As(err, &ee) || ee.ExitCode() != degradedExit || !strings.Contains(stErrOut, "remote asks for more scopes") ||

@@ -422,6 +422,10 @@ type ResourceOptions struct {
 	// suite's auth/scope-step-up server), while the handshake and
 	// listings pass.
 	CallScopes []string
+	// CallScopesTools, when set, are the tools whose calls need
+	// CallScopes (nil: every tool's): a server that refuses one tool for
+	// want of a scope and runs the others.
+	CallScopesTools []string
 }
 
 // scheme is the URL scheme of a server with TLS config c.
@@ -432,10 +436,11 @@ func scheme(c *tls.Config) string {
 	return "http://"
 }
 
-// stepUp answers a tools/call whose token lacks one of scopes 403 with an
-// insufficient_scope challenge naming them all, as the conformance
-// suite's step-up server does; other requests go to next.
-func stepUp(next http.Handler, metadataURL string, scopes []string) http.Handler {
+// stepUp answers a tools/call (of one of tools; nil: of any) whose token
+// lacks one of scopes 403 with an insufficient_scope challenge naming them
+// all, as the conformance suite's step-up server does; other requests go
+// to next.
+func stepUp(next http.Handler, metadataURL string, scopes, tools []string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost {
 			body, err := io.ReadAll(r.Body)
@@ -447,10 +452,13 @@ func stepUp(next http.Handler, metadataURL string, scopes []string) http.Handler
 			r.Body = io.NopCloser(bytes.NewReader(body))
 			var msg struct {
 				Method string `json:"method"`
+				Params struct {
+					Name string `json:"name"`
+				} `json:"params"`
 			}
 			_ = json.Unmarshal(body, &msg)
 			ti := auth.TokenInfoFromContext(r.Context())
-			if msg.Method == "tools/call" && (ti == nil || !containsAll(ti.Scopes, scopes)) {
+			if msg.Method == "tools/call" && (tools == nil || slices.Contains(tools, msg.Params.Name)) && (ti == nil || !containsAll(ti.Scopes, scopes)) {
 				w.Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer error="insufficient_scope", scope=%q, resource_metadata=%q`, strings.Join(scopes, " "), metadataURL))
 				writeJSON(w, http.StatusForbidden, map[string]string{"error": "insufficient_scope", "error_description": "the call needs " + strings.Join(scopes, " ")})
 				return
@@ -537,7 +545,7 @@ func NewResourceServer(t testing.TB, as *AuthServer, mcpServer *mcp.Server, opts
 		Resource: rs.Resource, AuthorizationServers: []string{as.URL}, ScopesSupported: []string{Scope},
 	}))
 	if len(o.CallScopes) > 0 {
-		h = stepUp(h, base+metaPath, append(slices.Clone(o.Scopes), o.CallScopes...))
+		h = stepUp(h, base+metaPath, append(slices.Clone(o.Scopes), o.CallScopes...), o.CallScopesTools)
 	}
 	mux.Handle(path, protect(h))
 	rs.srv = &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -559,7 +559,7 @@ func scopeRefusalAnswer(req *http.Request, resp *http.Response, scope string) bo
 		return false
 	}
 	out, err := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: call.ID, Error: &jsonrpc.Error{Code: codeInsufficientScope,
-		Message: fmt.Sprintf("the server answered %s: it wants the scopes %q (insufficient_scope), which the request's token lacks", resp.Status, scope)}})
+		Message: fmt.Sprintf("the server answered %s: it wants the scopes %q (insufficient_scope)", resp.Status, scope)}})
 	if err != nil {
 		return false
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -13,6 +14,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 	"github.com/toolgate/toolgate/gateway/backend/backendtest"
 	"github.com/toolgate/toolgate/gateway/backend/oauth"
@@ -704,5 +707,55 @@ func TestOAuthStepUpKeepsSession(t *testing.T) {
 	}
 	if su := statusOf(t, e.pool, "demo").StepUp; su == nil || !slices.Equal(su.Scopes, []string{"write"}) {
 		t.Errorf("status stepUp %+v, want scopes [write]", su)
+	}
+}
+
+// TestScopeRefusalAnswer: the 403 insufficient_scope answer to a POST of
+// a JSON-RPC request, once the session is up, reaches go-sdk as a JSON-RPC
+// error for that request's id (which it takes as the one request's
+// failure); a notification's, the handshake's, an SSE server's and a 403
+// without a scope go on as they are.
+func TestScopeRefusalAnswer(t *testing.T) {
+	const challenge = `Bearer error="insufficient_scope", scope="read write"`
+	for _, c := range []struct {
+		name, body, challenge string
+		handshake, sse        bool
+		wantRPC               bool
+	}{
+		{name: "request", body: `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"add"}}`, challenge: challenge, wantRPC: true},
+		{name: "string id", body: `{"jsonrpc":"2.0","id":"x7","method":"resources/read","params":{}}`, challenge: challenge, wantRPC: true},
+		{name: "notification", body: `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{}}`, challenge: challenge},
+		{name: "handshake", body: `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`, challenge: challenge, handshake: true},
+		{name: "sse", body: `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{}}`, challenge: challenge, sse: true},
+		{name: "no scope", body: `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{}}`, challenge: `Bearer error="invalid_token"`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			base := roundTrip(func(r *http.Request) (*http.Response, error) {
+				h := http.Header{"Content-Type": {"application/json"}, "Www-Authenticate": {c.challenge}}
+				return &http.Response{StatusCode: http.StatusForbidden, Status: "403 Forbidden", Header: h, Request: r,
+					Body: io.NopCloser(strings.NewReader(`{"error":"insufficient_scope"}`))}, nil
+			})
+			ht := &headerTransport{base: base, maxBody: 1 << 20, sse: c.sse, exact: !c.sse}
+			ht.handshake.Store(c.handshake)
+			req, _ := http.NewRequest(http.MethodPost, "http://127.0.0.1:1/mcp", strings.NewReader(c.body))
+			resp, err := ht.RoundTrip(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			msg, _ := jsonrpc.DecodeMessage(body)
+			r, isRPC := msg.(*jsonrpc.Response)
+			if isRPC != c.wantRPC || resp.StatusCode != http.StatusForbidden || ht.refusals.Load() != 1 {
+				t.Fatalf("answer %d %s (refusals %d), JSON-RPC response %v; want one %v", resp.StatusCode, body, ht.refusals.Load(), isRPC, c.wantRPC)
+			}
+			if !c.wantRPC {
+				return
+			}
+			in, _ := jsonrpc.DecodeMessage([]byte(c.body))
+			var werr *jsonrpc.Error
+			if r.ID != in.(*jsonrpc.Request).ID || !errors.As(r.Error, &werr) || !strings.Contains(werr.Message, `"read write"`) {
+				t.Errorf("response %s: want the request's id and an error naming the scopes", body)
+			}
+		})
 	}
 }

@@ -606,6 +606,7 @@ func TestAuthStatusAsksTheServer(t *testing.T) {
 func TestAuthStepUpEndToEnd(t *testing.T) {
 	as := oauthtest.NewAuthServer(t)
 	as.EnforceRegisteredScopes() // the first login's client may not ask for write
+	as.ManageClients()           // RFC 7592: the step-up login deletes the first login's client
 	rs := oauthtest.NewResourceServer(t, as, backendtest.NewServer(backendtest.ParseModes("normal")),
 		&oauthtest.ResourceOptions{Scopes: []string{oauthtest.Scope}, CallScopes: []string{"write"}})
 	cfgPath := remoteConfig(t, "remote", rs.URL)
@@ -632,8 +633,12 @@ func TestAuthStepUpEndToEnd(t *testing.T) {
 
 	// toolgate status and GET /status show it too: the server is up, and
 	// its calls fail 403 until the login. They showed it up, and nothing else.
+	// Up on its first session: the refused call ended it (go-sdk), and the
+	// server was down until it connected again.
 	if b := backendOf(t, getStatus(t, addr), "remote"); b.StepUp == nil || !slices.Equal(b.StepUp.Scopes, []string{"write"}) || b.StepUp.Login != command {
 		t.Errorf("GET /status's remote with a step-up pending: stepUp %+v, want scopes [write] and login %q", b.StepUp, command)
+	} else if b.State != "up" || b.Restarts != 0 {
+		t.Errorf("GET /status's remote after a call refused 403 insufficient_scope: %s, %d restarts (%s); want up on its first session", b.State, b.Restarts, b.Err)
 	}
 	stOut, stErrOut, err := runToolgate(t, dataDir, "status")
 	if ee := (*exec.ExitError)(nil); !errors.As(err, &ee) || ee.ExitCode() != degradedExit || !strings.Contains(stErrOut, "remote asks for more scopes") ||
@@ -660,7 +665,7 @@ func TestAuthStepUpEndToEnd(t *testing.T) {
 	}
 
 	// The operator runs what the error says, the config as it was.
-	loginOut, _ := cliLogin(t, dataDir, cfgPath, "remote")
+	loginOut, loginLog := cliLogin(t, dataDir, cfgPath, "remote")
 	if cfgAfter, _ := os.ReadFile(cfgPath); !bytes.Equal(cfgBefore, cfgAfter) {
 		t.Errorf("the config changed:\n%s", cfgAfter)
 	}
@@ -677,6 +682,13 @@ func TestAuthStepUpEndToEnd(t *testing.T) {
 	second := storedCreds(t, dataDir, "remote")
 	if as.Registrations() != 2 || second.Client.ID == first.Client.ID {
 		t.Errorf("the step-up login: %d registrations, client %q (first %q); want a client registered for write", as.Registrations(), second.Client.ID, first.Client.ID)
+	}
+	// The first login's client, which nothing uses now, is deleted (it
+	// was left at the authorization server).
+	if got := as.DeletedClients(); !slices.Equal(got, []string{first.Client.ID}) {
+		t.Errorf("the step-up login deleted the clients %v, want the first login's %q", got, first.Client.ID)
+	} else if !strings.Contains(loginLog, "deleted the client registered by the previous login") || strings.Contains(loginLog, first.Client.RegistrationToken) {
+		t.Errorf("auth login's log of the deletion (no registration token in it):\n%s", loginLog)
 	}
 	if second.StepUp != nil {
 		t.Errorf("the login granted write keeps the step-up %+v", second.StepUp)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -13,6 +14,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 	"github.com/toolgate/toolgate/gateway/backend/backendtest"
 	"github.com/toolgate/toolgate/gateway/backend/oauth"
@@ -661,4 +664,98 @@ func TestOAuthEchoedTokenMasked(t *testing.T) {
 		}
 	}
 	e.noTokensLogged(t, creds)
+}
+
+// TestOAuthStepUpKeepsSession: a logged-in server that refuses one tool's
+// call 403 insufficient_scope (a step-up, MCP 2025-11-25) and runs the
+// others: that call fails with the scopes and the login to run, the
+// step-up is recorded, and the backend stays up on the same session: a
+// call to another tool right after passes, and the refused tool is
+// refused the same way again. go-sdk ended the session on the 403: the
+// backend was down after each refused call (until its restart delay
+// passed) and every other call to it failed meanwhile.
+func TestOAuthStepUpKeepsSession(t *testing.T) {
+	e := &oauthEnv{data: t.TempDir(), as: oauthtest.NewAuthServer(t), clock: &clock{}, logs: &testenv.LogBuffer{}}
+	e.store = oauth.NewStore(e.data)
+	e.rs = oauthtest.NewResourceServer(t, e.as, backendtest.NewServer(backendtest.ParseModes("normal")),
+		&oauthtest.ResourceOptions{CallScopes: []string{"write"}, CallScopesTools: []string{"add"}})
+	e.srv = oauth.Server{Name: "demo", URL: e.rs.URL, Transport: config.TypeHTTP}
+	e.login(t)
+	tokens := oauth.NewTokens(e.store, &oauth.Options{Logger: e.logs.Logger(), PollInterval: 10 * time.Millisecond,
+		LoginCommand: func(server string) string { return "toolgate auth login " + server + " --config /etc/toolgate.json" }})
+	t.Cleanup(func() { tokens.Close() })
+	o := testOptions(e.logs)
+	o.Auth = tokens
+	o.RestartDelays = []time.Duration{time.Hour} // a session that ends stays ended
+	e.pool = startPool(t, []config.Server{{Name: "demo", Type: config.TypeHTTP, URL: e.rs.URL}}, o)
+	testenv.Eventually(t, "demo up", func() bool { return statusOf(t, e.pool, "demo").State == StateUp })
+	up := statusOf(t, e.pool, "demo")
+
+	want := "the server wants the scopes \"write\", which the login was not given: run `" + loginCommand + stepUpThen
+	for i := range 2 {
+		_, err := e.pool.CallTool(context.Background(), "demo", "add", map[string]any{"a": 1, "b": 2})
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("call %d of add, refused 403 insufficient_scope: %v\nwant it to say %q", i+1, err, want)
+		}
+		if st := statusOf(t, e.pool, "demo"); st.State != StateUp || st.Restarts != 0 || !st.Since.Equal(up.Since) || st.Err != "" {
+			t.Fatalf("after refused call %d: demo %s (restarts %d, since %v, was %v): %s; want up on its first session", i+1, st.State, st.Restarts, st.Since, up.Since, st.Err)
+		}
+		e.echo(t, fmt.Sprintf("after refused call %d", i+1))
+	}
+	if c := e.stored(t); !slices.Equal(c.PendingScopes(), []string{"write"}) {
+		t.Errorf("the login file records the step-up %v, want [write]", c.PendingScopes())
+	}
+	if su := statusOf(t, e.pool, "demo").StepUp; su == nil || !slices.Equal(su.Scopes, []string{"write"}) {
+		t.Errorf("status stepUp %+v, want scopes [write]", su)
+	}
+}
+
+// TestScopeRefusalAnswer: the 403 insufficient_scope answer to a POST of
+// a JSON-RPC request, once the session is up, reaches go-sdk as a JSON-RPC
+// error for that request's id (which it takes as the one request's
+// failure); a notification's, the handshake's, an SSE server's and a 403
+// without a scope go on as they are.
+func TestScopeRefusalAnswer(t *testing.T) {
+	const challenge = `Bearer error="insufficient_scope", scope="read write"`
+	for _, c := range []struct {
+		name, body, challenge string
+		handshake, sse        bool
+		wantRPC               bool
+	}{
+		{name: "request", body: `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"add"}}`, challenge: challenge, wantRPC: true},
+		{name: "string id", body: `{"jsonrpc":"2.0","id":"x7","method":"resources/read","params":{}}`, challenge: challenge, wantRPC: true},
+		{name: "notification", body: `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{}}`, challenge: challenge},
+		{name: "handshake", body: `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`, challenge: challenge, handshake: true},
+		{name: "sse", body: `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{}}`, challenge: challenge, sse: true},
+		{name: "no scope", body: `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{}}`, challenge: `Bearer error="invalid_token"`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			base := roundTrip(func(r *http.Request) (*http.Response, error) {
+				h := http.Header{"Content-Type": {"application/json"}, "Www-Authenticate": {c.challenge}}
+				return &http.Response{StatusCode: http.StatusForbidden, Status: "403 Forbidden", Header: h, Request: r,
+					Body: io.NopCloser(strings.NewReader(`{"error":"insufficient_scope"}`))}, nil
+			})
+			ht := &headerTransport{base: base, maxBody: 1 << 20, sse: c.sse, exact: !c.sse}
+			ht.handshake.Store(c.handshake)
+			req, _ := http.NewRequest(http.MethodPost, "http://127.0.0.1:1/mcp", strings.NewReader(c.body))
+			resp, err := ht.RoundTrip(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			msg, _ := jsonrpc.DecodeMessage(body)
+			r, isRPC := msg.(*jsonrpc.Response)
+			if isRPC != c.wantRPC || resp.StatusCode != http.StatusForbidden || ht.refusals.Load() != 1 {
+				t.Fatalf("answer %d %s (refusals %d), JSON-RPC response %v; want one %v", resp.StatusCode, body, ht.refusals.Load(), isRPC, c.wantRPC)
+			}
+			if !c.wantRPC {
+				return
+			}
+			in, _ := jsonrpc.DecodeMessage([]byte(c.body))
+			var werr *jsonrpc.Error
+			if r.ID != in.(*jsonrpc.Request).ID || !errors.As(r.Error, &werr) || !strings.Contains(werr.Message, `"read write"`) {
+				t.Errorf("response %s: want the request's id and an error naming the scopes", body)
+			}
+		})
+	}
 }

@@ -474,6 +474,9 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		rf.call = exactFrom(req.Context())
 		t.refused.Store(rf)
 		t.refusals.Add(1)
+		if rf.scope != "" && !rf.rpc && !t.sse && !t.handshake.Load() && scopeRefusalAnswer(req, resp, rf.scope) {
+			return resp, nil
+		}
 	} else if rf := streamRefusalOf(resp, t.sse, t.login); rf != nil {
 		rf.answersBefore = t.answers.Load()
 		t.streamRefused.Store(rf)
@@ -517,6 +520,57 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		resp.Body = cb
 	}
 	return resp, nil
+}
+
+// codeInsufficientScope is the code of the JSON-RPC error that
+// scopeRefusalAnswer puts in place of a 403 insufficient_scope answer: in
+// the implementation-defined range, clear of the codes MCP and its SDKs
+// give a meaning and of the bridge's (bridge.CodeUnreachable,
+// bridge.CodeRefused).
+const codeInsufficientScope = -32052
+
+// scopeRefusalAnswer turns resp, a 403 whose Bearer challenge asks for
+// scope (a step-up, MCP 2025-11-25) answering req, a POST of a JSON-RPC
+// request of a streamable HTTP session, into a JSON-RPC error response to
+// that request (same status and headers), and reports whether it did. go-sdk
+// takes such a body as the one request's failure; a 403 with any other body
+// ended the session, so the backend was down after each refused call, and
+// every other call to it failed until it connected again, while the server
+// refused that one call for want of a scope. The refusal (headerTransport.refused)
+// is recorded before, and is what the call's error says; the Authorizer
+// recorded the step-up before too. Notifications and responses have no
+// answer to give: their 403 goes on as it is.
+func scopeRefusalAnswer(req *http.Request, resp *http.Response, scope string) bool {
+	if req.Method != http.MethodPost || resp.StatusCode != http.StatusForbidden || req.GetBody == nil {
+		return false
+	}
+	body, err := req.GetBody() // go-sdk's request is in memory: a copy of it
+	if err != nil {
+		return false
+	}
+	data, err := io.ReadAll(body)
+	body.Close()
+	if err != nil {
+		return false
+	}
+	msg, err := jsonrpc.DecodeMessage(data)
+	call, ok := msg.(*jsonrpc.Request)
+	if err != nil || !ok || !call.IsCall() {
+		return false
+	}
+	out, err := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: call.ID, Error: &jsonrpc.Error{Code: codeInsufficientScope,
+		Message: fmt.Sprintf("the server answered %s: it wants the scopes %q (insufficient_scope)", resp.Status, scope)}})
+	if err != nil {
+		return false
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // lets the connection be used again
+	resp.Body.Close()
+	resp.Header = resp.Header.Clone()
+	resp.Header.Set("Content-Type", "application/json")
+	resp.Header.Del("Content-Length")
+	resp.ContentLength = int64(len(out))
+	resp.Body = io.NopCloser(bytes.NewReader(out))
+	return true
 }
 
 // callBody watches the body of the answer to a call's POST (streamable

@@ -252,6 +252,15 @@ func Login(ctx context.Context, store *Store, srv Server, opts *LoginOptions) (*
 		Token:         fromOAuth2(tok, now),
 		LoggedIn:      now,
 	}
+	// The client of the login this one replaces, when it is another that
+	// toolgate registered: deleted at the authorization server once this
+	// login is saved and the lock released (best effort, RFC 7592).
+	var replaced *Client
+	defer func() {
+		if replaced != nil {
+			deleteClient(ctx, hc, o.Logger, srv.Name, *replaced)
+		}
+	}()
 	unlock, err := store.lock(srv.Name)
 	if err != nil {
 		return nil, err
@@ -271,6 +280,12 @@ func Login(ctx context.Context, store *Store, srv Server, opts *LoginOptions) (*
 	}
 	if err := store.Save(l); err != nil {
 		return nil, err
+	}
+	for _, c := range []*Credentials{cur, prev} {
+		if c != nil && c.Client.Registered && c.Client.ID != client.ID {
+			replaced = &c.Client
+			break
+		}
 	}
 	o.Logger.Info("logged in", "server", srv.Name, "issuer", l.Issuer, "scopes", l.Scopes, "expiry", l.Token.Expiry)
 	return l, nil
@@ -410,6 +425,7 @@ func listenAndRegister(ctx context.Context, hc *http.Client, srv Server, asm *oa
 		return nil, Client{}, fmt.Errorf("the authorization server %s does not offer dynamic client registration (RFC 7591): register a client for toolgate there (redirect URI %s) and give it in the server's \"oauth\": {\"clientId\": ...}",
 			asm.Issuer, uri)
 	}
+	rc, capture := capturing(hc)
 	reg, err := oauthex.RegisterClient(ctx, asm.RegistrationEndpoint, &oauthex.ClientRegistrationMetadata{
 		RedirectURIs:            []string{redirect},
 		TokenEndpointAuthMethod: "none",
@@ -418,7 +434,7 @@ func listenAndRegister(ctx context.Context, hc *http.Client, srv Server, asm *oa
 		ClientName:              clientName,
 		Scope:                   strings.Join(scopes, " "),
 		ApplicationType:         "native",
-	}, hc)
+	}, rc)
 	if err != nil {
 		ln.Close()
 		return nil, Client{}, fmt.Errorf("register toolgate with the authorization server at %s: %w", asm.RegistrationEndpoint, unwrapURL(err))
@@ -434,7 +450,9 @@ func listenAndRegister(ctx context.Context, hc *http.Client, srv Server, asm *oa
 	if len(registered) == 0 {
 		registered = scopes // the server did not say: what it was asked for
 	}
-	return ln, Client{ID: reg.ClientID, Secret: reg.ClientSecret, AuthMethod: method, RedirectURI: redirect, Registered: true, Scopes: registered}, nil
+	c := Client{ID: reg.ClientID, Secret: reg.ClientSecret, AuthMethod: method, RedirectURI: redirect, Registered: true, Scopes: registered}
+	c.RegistrationURI, c.RegistrationToken = management(capture.body, asm.RegistrationEndpoint)
+	return ln, c, nil
 }
 
 // registeredFor reports whether the client of the login prev was

@@ -89,6 +89,11 @@ type Client struct {
 	// anew. Empty in a login saved before they were kept: that login's
 	// Scopes stand for them.
 	Scopes []string `json:"scopes,omitempty"`
+	// RegistrationURI and RegistrationToken manage a client toolgate
+	// registered (RFC 7592), when the authorization server gave them:
+	// the login that replaces it with another client deletes it there.
+	RegistrationURI   string `json:"registrationUri,omitempty"`
+	RegistrationToken string `json:"registrationToken,omitempty"`
 }
 
 // Token is an access token and what renews it.

@@ -55,6 +55,10 @@ type AuthServer struct {
 	// enforce: an authorization request for a scope the client did not
 	// register is refused (EnforceRegisteredScopes).
 	enforce atomic.Bool
+	// manage: registrations give a registration_client_uri and
+	// registration_access_token, and DELETE there deletes the client
+	// (RFC 7592; ManageClients).
+	manage atomic.Bool
 
 	mu        sync.Mutex
 	resource  string              // the resource tokens are for ("" = any)
@@ -66,6 +70,11 @@ type AuthServer struct {
 	rscope    map[string]string // refresh token → the scope of its grant
 	resources []string          // resource parameters seen, in order
 	scopes    []string          // scope parameters of the authorization requests, in order
+	mtokens   map[string]string // client id → its registration access token (ManageClients)
+	deleted   []string          // the clients deleted (RFC 7592), in order
+	// deleteRefusals counts the DELETEs of a registration refused (a
+	// wrong token, an unknown client).
+	deleteRefusals atomic.Int64
 
 	registrations, codeExchanges, refreshes, refused atomic.Int64
 }
@@ -97,7 +106,7 @@ func NewAuthServerTLS(t testing.TB, c *tls.Config) *AuthServer {
 	a := &AuthServer{
 		t: t, addr: ln.Addr().String(), URL: scheme(c) + ln.Addr().String(), tls: c,
 		clients: map[string][]string{}, cscopes: map[string][]string{}, codes: map[string]codeGrant{},
-		access: map[string]tokenGrant{}, refresh: map[string]bool{}, rscope: map[string]string{},
+		access: map[string]tokenGrant{}, refresh: map[string]bool{}, rscope: map[string]string{}, mtokens: map[string]string{},
 	}
 	a.lifetime.Store(int64(time.Hour))
 	a.serve(ln)
@@ -112,6 +121,7 @@ func (a *AuthServer) serve(ln net.Listener) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /.well-known/oauth-authorization-server", a.metadata)
 	mux.HandleFunc("POST /register", a.register)
+	mux.HandleFunc("DELETE /register/{id}", a.unregister)
 	mux.HandleFunc("GET /authorize", a.authorize)
 	mux.HandleFunc("POST /token", a.token)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
@@ -154,6 +164,22 @@ func (a *AuthServer) Start() {
 // client to its registration do.
 func (a *AuthServer) EnforceRegisteredScopes() { a.enforce.Store(true) }
 
+// ManageClients makes the registrations from now on give a
+// registration_client_uri and a registration_access_token, with which a
+// DELETE of that URI deletes the client (RFC 7592): DeletedClients lists
+// them.
+func (a *AuthServer) ManageClients() { a.manage.Store(true) }
+
+// DeletedClients returns the IDs of the clients deleted so far (RFC 7592),
+// in order; DeleteRefusals counts the DELETEs refused.
+func (a *AuthServer) DeletedClients() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.deleted)
+}
+
+func (a *AuthServer) DeleteRefusals() int64 { return a.deleteRefusals.Load() }
+
 // SetLifetime sets the lifetime of the access tokens issued from now on.
 func (a *AuthServer) SetLifetime(d time.Duration) { a.lifetime.Store(int64(d)) }
 
@@ -175,6 +201,7 @@ func (a *AuthServer) ForgetClients() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	clear(a.clients)
+	clear(a.mtokens)
 }
 
 // RevokeRefreshTokens refuses every refresh token issued so far
@@ -257,12 +284,44 @@ func (a *AuthServer) register(w http.ResponseWriter, r *http.Request) {
 	if m.Scope == "" {
 		a.cscopes[id] = []string{Scope}
 	}
-	a.mu.Unlock()
-	a.registrations.Add(1)
-	writeJSON(w, http.StatusCreated, map[string]any{
+	resp := map[string]any{
 		"client_id": id, "redirect_uris": m.RedirectURIs, "token_endpoint_auth_method": "none",
 		"grant_types": m.GrantTypes, "response_types": m.ResponseTypes, "client_name": m.ClientName, "scope": m.Scope,
-	})
+	}
+	if a.manage.Load() {
+		tok := "rat-" + rand.Text()
+		a.mtokens[id] = tok
+		resp["registration_client_uri"], resp["registration_access_token"] = a.URL+"/register/"+id, tok
+	}
+	a.mu.Unlock()
+	a.registrations.Add(1)
+	writeJSON(w, http.StatusCreated, resp)
+}
+
+// unregister deletes a client with its registration access token (RFC
+// 7592 §2.3): 204, 401 for another token, 404 for a client it does not
+// know.
+func (a *AuthServer) unregister(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	tok, ok := a.mtokens[id]
+	switch {
+	case !ok:
+		a.deleteRefusals.Add(1)
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": "invalid_client_id"})
+		return
+	case r.Header.Get("Authorization") != "Bearer "+tok:
+		a.deleteRefusals.Add(1)
+		w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
+		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "invalid_token"})
+		return
+	}
+	delete(a.mtokens, id)
+	delete(a.clients, id)
+	delete(a.cscopes, id)
+	a.deleted = append(a.deleted, id)
+	w.WriteHeader(http.StatusNoContent)
 }
 
 func (a *AuthServer) authorize(w http.ResponseWriter, r *http.Request) {
@@ -422,6 +481,10 @@ type ResourceOptions struct {
 	// suite's auth/scope-step-up server), while the handshake and
 	// listings pass.
 	CallScopes []string
+	// CallScopesTools, when set, are the tools whose calls need
+	// CallScopes (nil: every tool's): a server that refuses one tool for
+	// want of a scope and runs the others.
+	CallScopesTools []string
 }
 
 // scheme is the URL scheme of a server with TLS config c.
@@ -432,10 +495,11 @@ func scheme(c *tls.Config) string {
 	return "http://"
 }
 
-// stepUp answers a tools/call whose token lacks one of scopes 403 with an
-// insufficient_scope challenge naming them all, as the conformance
-// suite's step-up server does; other requests go to next.
-func stepUp(next http.Handler, metadataURL string, scopes []string) http.Handler {
+// stepUp answers a tools/call (of one of tools; nil: of any) whose token
+// lacks one of scopes 403 with an insufficient_scope challenge naming them
+// all, as the conformance suite's step-up server does; other requests go
+// to next.
+func stepUp(next http.Handler, metadataURL string, scopes, tools []string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost {
 			body, err := io.ReadAll(r.Body)
@@ -447,10 +511,13 @@ func stepUp(next http.Handler, metadataURL string, scopes []string) http.Handler
 			r.Body = io.NopCloser(bytes.NewReader(body))
 			var msg struct {
 				Method string `json:"method"`
+				Params struct {
+					Name string `json:"name"`
+				} `json:"params"`
 			}
 			_ = json.Unmarshal(body, &msg)
 			ti := auth.TokenInfoFromContext(r.Context())
-			if msg.Method == "tools/call" && (ti == nil || !containsAll(ti.Scopes, scopes)) {
+			if msg.Method == "tools/call" && (tools == nil || slices.Contains(tools, msg.Params.Name)) && (ti == nil || !containsAll(ti.Scopes, scopes)) {
 				w.Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer error="insufficient_scope", scope=%q, resource_metadata=%q`, strings.Join(scopes, " "), metadataURL))
 				writeJSON(w, http.StatusForbidden, map[string]string{"error": "insufficient_scope", "error_description": "the call needs " + strings.Join(scopes, " ")})
 				return
@@ -537,7 +604,7 @@ func NewResourceServer(t testing.TB, as *AuthServer, mcpServer *mcp.Server, opts
 		Resource: rs.Resource, AuthorizationServers: []string{as.URL}, ScopesSupported: []string{Scope},
 	}))
 	if len(o.CallScopes) > 0 {
-		h = stepUp(h, base+metaPath, append(slices.Clone(o.Scopes), o.CallScopes...))
+		h = stepUp(h, base+metaPath, append(slices.Clone(o.Scopes), o.CallScopes...), o.CallScopesTools)
 	}
 	mux.Handle(path, protect(h))
 	rs.srv = &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -1,0 +1,135 @@
+package oauth
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+
+	"github.com/toolgate/toolgate/internal/oneline"
+)
+
+// Client management (RFC 7592): an authorization server may answer a
+// registration with the URI of the client's registration and a token
+// that manages it. toolgate keeps both with the login, and deletes a client
+// it registered once a new login replaces it with another (a step-up's
+// wider scopes, a redirect port taken): such a client was left behind at
+// the authorization server at each step-up.
+
+// maxRegistrationBody bounds the registration answer read for its
+// management fields: go-sdk's own bound (oauthex.RegisterClient).
+const maxRegistrationBody = 1 << 20
+
+// registrationCapture is the RoundTripper of a registration request: it
+// keeps the body of a successful answer (200 or 201) for the fields
+// go-sdk's ClientRegistrationResponse leaves out, and puts it back for
+// go-sdk to read.
+type registrationCapture struct {
+	base http.RoundTripper
+	body []byte
+}
+
+func (c *registrationCapture) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := c.base.RoundTrip(req)
+	if err != nil || (resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusCreated) {
+		return resp, err
+	}
+	body, rerr := io.ReadAll(io.LimitReader(resp.Body, maxRegistrationBody+1))
+	rest := resp.Body
+	resp.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(body), rest), rest}
+	if rerr == nil {
+		c.body = body
+	}
+	return resp, nil
+}
+
+// capturing is hc with its transport wrapped in a registrationCapture.
+func capturing(hc *http.Client) (*http.Client, *registrationCapture) {
+	rc := &registrationCapture{base: cmp.Or[http.RoundTripper](hc.Transport, http.DefaultTransport)}
+	c := *hc
+	c.Transport = rc
+	return &c, rc
+}
+
+// management is the registration_client_uri and registration_access_token
+// of a registration answer (RFC 7592 §3), or "" and "" when it gave either
+// not, or a URI on another origin than the registration endpoint: the
+// token goes to no host but the authorization server's.
+func management(body []byte, endpoint string) (uri, token string) {
+	var m struct {
+		URI   string `json:"registration_client_uri"`
+		Token string `json:"registration_access_token"`
+	}
+	if json.Unmarshal(body, &m) != nil || m.URI == "" || m.Token == "" {
+		return "", ""
+	}
+	u, err1 := url.Parse(m.URI)
+	e, err2 := url.Parse(endpoint)
+	if err1 != nil || err2 != nil || !u.IsAbs() || u.Scheme != e.Scheme || u.Host != e.Host {
+		return "", ""
+	}
+	return m.URI, m.Token
+}
+
+// deleteClient deletes the registration of old (RFC 7592 §2.3), a client
+// toolgate registered that the new login replaced, when the authorization
+// server gave it a registration URI and token. Best effort: the login
+// stands whatever the answer, which is logged.
+func deleteClient(ctx context.Context, hc *http.Client, log *slog.Logger, server string, old Client) {
+	if !old.Registered || old.RegistrationURI == "" || old.RegistrationToken == "" {
+		return
+	}
+	switch err := deleteRegistration(ctx, hc, old); {
+	case errors.Is(err, errClientGone):
+		log.Info("the authorization server no longer knows the client registered by the previous login: nothing to delete", "server", server, "client", old.ID)
+		return
+	case err != nil:
+		log.Warn("the client registered by the previous login is left at the authorization server: deleting it failed (nothing to do: it is no longer used)",
+			"server", server, "client", old.ID, "err", err)
+		return
+	}
+	log.Info("deleted the client registered by the previous login at the authorization server (RFC 7592)", "server", server, "client", old.ID)
+}
+
+// errClientGone says the authorization server no longer knows the client.
+var errClientGone = errors.New("the authorization server no longer knows it")
+
+func deleteRegistration(ctx context.Context, hc *http.Client, c Client) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, c.RegistrationURI, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.RegistrationToken)
+	resp, err := hc.Do(req)
+	if err != nil {
+		return unwrapURL(err)
+	}
+	defer resp.Body.Close()
+	said, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+	switch {
+	case resp.StatusCode >= 200 && resp.StatusCode < 300:
+		return nil
+	case resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusGone:
+		return errClientGone
+	}
+	return fmt.Errorf("DELETE %s answered %s (%q)", redacted(c.RegistrationURI), resp.Status, oneline.Cut(string(bytes.TrimSpace(said)), 120))
+}
+
+// redacted is raw with any password and query left out, for a log.
+func redacted(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(an unparsable URI)"
+	}
+	u.RawQuery = ""
+	return u.Redacted()
+}

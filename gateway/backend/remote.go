@@ -219,7 +219,7 @@ func (r *refusal) fix(login loginCmd, typ string) *OwnWords {
 		// A step-up the data folder would not take: the login alone asks
 		// for the old scopes again. It said to run it all the same.
 		return &OwnWords{Before: "the server wants the scopes ", Said: errors.New(strconv.Quote(r.scope)),
-			After: ", which the login was not given, and the gateway could not record them for the next login (", Then: &OwnWords{Said: login.unrec.why,
+			After: ", which the login was not given, and the gateway could not record them for the next login (", Then: &OwnWords{Said: login.unrec.Why,
 				After: "): " + notRecordedFix + " `", Then: login.then("` (the entry's \"oauth\": {\"scopes\": [...]}, with those the login has, asks for them without the record)")}}
 	case r.code == http.StatusForbidden && r.scope != "" && r.login:
 		// A step-up (MCP 2025-11-25): the Authorizer recorded the scopes
@@ -283,20 +283,13 @@ type loginCmd struct {
 	full, bare string
 	// unrec is the step-up the Authorizer could not record for the next
 	// login (StepUpKeeper), nil for none: a pointer, as errors compare.
-	unrec *unrecorded
-}
-
-// unrecorded are the scopes of a step-up that could not be recorded for
-// the next login, and why.
-type unrecorded struct {
-	scopes []string
-	why    error
+	unrec *oauth.Unrecorded
 }
 
 // unrecorded says whether a scope of the 403's scope string is one of a
 // step-up the next login would not ask for, its record refused.
 func (c loginCmd) unrecorded(scope string) bool {
-	return c.unrec != nil && slices.ContainsFunc(strings.Fields(scope), func(s string) bool { return slices.Contains(c.unrec.scopes, s) })
+	return c.unrec != nil && slices.ContainsFunc(strings.Fields(scope), func(s string) bool { return slices.Contains(c.unrec.Scopes, s) })
 }
 
 // notRecordedFix is what to do about a step-up the data folder would not
@@ -805,7 +798,7 @@ func (b *backend) stepUp() *StepUp {
 	}
 	su := &StepUp{Scopes: scopes, Login: c.full}
 	if c.unrec != nil {
-		su.NotRecorded = notRecorded(c.unrec.scopes, c.unrec.why)
+		su.NotRecorded = notRecorded(c.unrec.Scopes, c.unrec.Why)
 	}
 	return su
 }
@@ -827,8 +820,8 @@ func (b *backend) login() (loginCmd, []string) {
 	}
 	var scopes []string
 	if k, ok := b.auth().(StepUpKeeper); ok {
-		var u unrecorded
-		if scopes, u.scopes, u.why = k.StepUp(b.cfg.Name, b.cfg.URL); len(u.scopes) > 0 {
+		var u oauth.Unrecorded
+		if scopes, u.Scopes, u.Why = k.StepUp(b.cfg.Name, b.cfg.URL); len(u.Scopes) > 0 {
 			c.unrec = &u
 		}
 	}

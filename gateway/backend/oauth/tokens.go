@@ -105,7 +105,7 @@ type Tokens struct {
 	// stepUps caches each login file's step-up for StepUp, by server;
 	// unrecorded holds the step-ups the data folder would not take.
 	stepUps    map[string]stepUpFile
-	unrecorded map[string]unrecordedStepUp
+	unrecorded map[string]Unrecorded
 
 	stop chan struct{}
 	done chan struct{}
@@ -132,7 +132,7 @@ func NewTokens(store *Store, opts *Options) *Tokens {
 		waits:   map[string]*wait{},
 
 		stepUps:    map[string]stepUpFile{},
-		unrecorded: map[string]unrecordedStepUp{},
+		unrecorded: map[string]Unrecorded{},
 		stop:       make(chan struct{}),
 		done:       make(chan struct{}),
 	}
@@ -163,11 +163,12 @@ type stepUpFile struct {
 	granted, pending []string
 }
 
-// unrecordedStepUp are scopes a server asked for that could not be
-// written to its login file, and why.
-type unrecordedStepUp struct {
-	scopes []string
-	why    error
+// Unrecorded are the scopes of a step-up a server asked for that could
+// not be written to its login file (for the next login to ask for), and
+// why.
+type Unrecorded struct {
+	Scopes []string
+	Why    error
 }
 
 // StepUp is the step-up server at url asked for that its login lacks
@@ -194,7 +195,7 @@ func (t *Tokens) StepUp(server, url string) (scopes, unrecorded []string, why er
 	t.mu.Lock()
 	u := t.unrecorded[server]
 	t.mu.Unlock()
-	for _, s := range u.scopes {
+	for _, s := range u.Scopes {
 		if !slices.Contains(f.granted, s) && !slices.Contains(f.pending, s) {
 			unrecorded = append(unrecorded, s)
 		}
@@ -202,7 +203,7 @@ func (t *Tokens) StepUp(server, url string) (scopes, unrecorded []string, why er
 	if len(unrecorded) == 0 {
 		return f.pending, nil, nil
 	}
-	return union(f.pending, unrecorded), unrecorded, u.why
+	return union(f.pending, unrecorded), unrecorded, u.Why
 }
 
 // notRecorded keeps in memory the scopes of a step-up that could not be
@@ -212,7 +213,7 @@ func (t *Tokens) notRecorded(server string, scopes []string, why error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	u := t.unrecorded[server]
-	t.unrecorded[server] = unrecordedStepUp{scopes: union(u.scopes, scopes), why: why}
+	t.unrecorded[server] = Unrecorded{Scopes: union(u.Scopes, scopes), Why: why}
 }
 
 func (t *Tokens) recorded(server string) {

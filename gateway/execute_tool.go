@@ -955,6 +955,7 @@ func floatNumbers(v any) (any, bool) {
 
 func (g *Gateway) callError(ctx context.Context, name, server string, err error) *mcp.CallToolResult {
 	var un *backend.UnavailableError
+	var refused *backend.RefusedError
 	note := noteOf(ctx)
 	note.outcome, note.reason = auditOutcome(CallOutcome(nil, err)), err.Error()
 	switch {
@@ -985,6 +986,13 @@ func (g *Gateway) callError(ctx context.Context, name, server string, err error)
 	case errors.Is(err, limit.ErrBusy): // an UnavailableError too
 		g.log.Warn("backend busy", "tool", name, "server", server, "err", err)
 		return toolError("execute_tool %s: server %q is busy (%v). Retry in a moment; the other servers are not affected.", name, server, unavailableCause(err))
+	case errors.As(err, &refused):
+		g.log.Info("tool call refused by its server", "tool", name, "server", server, "err", err)
+		why := backend.ErrText(refused.Err)
+		if policy.CallerFrom(ctx).Scoped() {
+			why = backend.ErrForKey(refused.Err)
+		}
+		return toolError("execute_tool %s: server %q refused this call: %s. The server and its other tools keep working; calling this one again will not help until that is done.", name, server, backend.ForModel(why))
 	case errors.As(err, &un):
 		g.log.Warn("backend unavailable", "tool", name, "server", server, "err", err)
 		why := backend.ErrText(un.Err)

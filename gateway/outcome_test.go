@@ -22,6 +22,7 @@ func TestCallOutcome(t *testing.T) {
 		{nil, errors.New("jsonrpc: unknown tool"), OutcomeError},
 		{nil, fmt.Errorf("call: %w", backend.ErrCallTimeout), OutcomeTimeout},
 		{nil, &backend.UnavailableError{Server: "s", Err: errors.New("down")}, OutcomeUnavailable},
+		{nil, &backend.RefusedError{Server: "s", Err: errors.New("insufficient_scope")}, OutcomeError}, // the server stays up: refused, not unavailable
 		{nil, fmt.Errorf("scope: %w", ErrDenied), OutcomeDenied},
 	} {
 		if got := CallOutcome(tc.res, tc.err); got != tc.want {

@@ -624,8 +624,12 @@ func TestAuthStepUpEndToEnd(t *testing.T) {
 	command := fmt.Sprintf("toolgate auth login remote --config %s --data-dir %s", abs, dataDir)
 	res := executeTool(t, ctx, cs, "remote__echo", map[string]any{"text": "hi"})
 	want := `the server wants the scopes "tools write", which the login was not given: run ` + "`" + command + "`, which asks for them"
-	if !res.IsError || !strings.Contains(resultText(res), want) || !strings.Contains(resultText(res), `"oauth": {"scopes": [...]} still pins`) {
-		t.Fatalf("execute_tool(remote__echo) with the login lacking a scope: isError=%v %q; want %q", res.IsError, resultText(res), want)
+	// Refused, not unavailable: the server stays up (it read "is
+	// unavailable: … retry later").
+	if !res.IsError || !strings.Contains(resultText(res), want) || !strings.Contains(resultText(res), `"oauth": {"scopes": [...]} still pins`) ||
+		!strings.HasPrefix(resultText(res), `execute_tool remote__echo: server "remote" refused this call: `) || !strings.Contains(resultText(res), "The server and its other tools keep working") ||
+		strings.Contains(resultText(res), "unavailable") || strings.Contains(resultText(res), "retry later") {
+		t.Fatalf("execute_tool(remote__echo) with the login lacking a scope: isError=%v %q; want %q, refused", res.IsError, resultText(res), want)
 	}
 	if c := storedCreds(t, dataDir, "remote"); !slices.Equal(c.PendingScopes(), []string{"write"}) {
 		t.Fatalf("the login file records the step-up %v, want [write]", c.PendingScopes())

@@ -1315,6 +1315,9 @@ func (b *backend) call(ctx context.Context, tool string, args map[string]any) (*
 			}
 			last.Then = noAnswer(true, "", nil, "")
 		}
+		if rf.callOnly {
+			return nil, &RefusedError{Server: name, Err: w}
+		}
 		return nil, &UnavailableError{Server: name, Err: w}
 	}
 	if c := exact.cut.Load(); c != nil && (cctx.Err() == nil || ctx.Err() == nil && b.ctx.Err() == nil && errors.Is(context.Cause(cctx), errStopping)) {

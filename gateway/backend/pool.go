@@ -493,6 +493,25 @@ func (e *UnavailableError) forKey() string {
 	return fmt.Sprintf("backend %q is unavailable: %s", e.Server, ErrForKey(e.Err))
 }
 
+// RefusedError is returned by CallTool when the server, which stays up,
+// refused this one call (a 403 asking for scopes its login lacks, MCP's
+// step-up): its other tools work, and this one once the login has them.
+// It was an UnavailableError, and read "unavailable … retry later".
+type RefusedError struct {
+	Server string
+	Err    error
+}
+
+func (e *RefusedError) Error() string {
+	return fmt.Sprintf("backend %q refused the call: %v", e.Server, e.Err)
+}
+
+func (e *RefusedError) Unwrap() error { return e.Err }
+
+func (e *RefusedError) forKey() string {
+	return fmt.Sprintf("backend %q refused the call: %s", e.Server, ErrForKey(e.Err))
+}
+
 // ErrCallTimeout is wrapped by CallTool's error when the per-call deadline
 // expired (the backend was sent notifications/cancelled).
 var ErrCallTimeout = errors.New("tool call timed out")

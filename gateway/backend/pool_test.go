@@ -1613,19 +1613,32 @@ func TestRemotePageMidSession(t *testing.T) {
 				}
 				return
 			}
-			want := `backend "remote" is unavailable: ` + tc.want
-			if err == nil || !strings.HasPrefix(err.Error(), want) || strings.Contains(err.Error(), "rejected by transport") {
+			// A 403 asking for scopes refuses the one call: the session
+			// stays (scopeRefusalAnswer), the server is not unavailable.
+			prefix := `backend "remote" is unavailable: `
+			var cause error
+			var un *UnavailableError
+			var refused *RefusedError
+			if tc.authenticate != "" {
+				prefix = `backend "remote" refused the call: `
+				if !errors.As(err, &refused) || errors.As(err, &un) {
+					t.Fatalf("error: %v, want it refused, not unavailable", err)
+				}
+				cause = refused.Err
+			} else {
+				if !errors.As(err, &un) {
+					t.Fatalf("error: %v, want it unavailable", err)
+				}
+				cause = un.Err
+			}
+			if want := prefix + tc.want; err == nil || !strings.HasPrefix(err.Error(), want) || strings.Contains(err.Error(), "rejected by transport") {
 				t.Errorf("error:\n%v\nwant it to start:\n%s", err, want)
 			}
-			var un *UnavailableError
-			if !errors.As(err, &un) {
-				t.Fatalf("error: %v, want it unavailable", err)
-			}
-			if got := ErrForKey(un.Err); got != tc.key {
+			if got := ErrForKey(cause); got != tc.key {
 				t.Errorf("what a key reads:\n%s\nwant:\n%s", got, tc.key)
 			}
-			if got, want := ErrForKey(err), `backend "remote" is unavailable: `+tc.key; got != want {
-				t.Errorf("what a key reads of the UnavailableError:\n%s\nwant:\n%s", got, want)
+			if got, want := ErrForKey(err), prefix+tc.key; got != want {
+				t.Errorf("what a key reads of the error:\n%s\nwant:\n%s", got, want)
 			}
 			if errors.Is(err, ErrMayHaveRun) != (tc.code == 0) {
 				t.Errorf("errors.Is(err, ErrMayHaveRun) = %v, want %v", !(tc.code == 0), tc.code == 0)

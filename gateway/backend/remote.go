@@ -118,6 +118,9 @@ type refusal struct {
 	// mark withExact puts in the call's context), or nil for a request
 	// made for none (the session's stream, a notification).
 	call *exactResult
+	// callOnly says the refusal ended the one call and not the session
+	// (scopeRefusalAnswer): the server is up, its other tools work.
+	callOnly bool
 	// proxyAuth is the fix of a 407: a proxy of plain HTTP answered the
 	// request (proxyenv.AuthFix).
 	proxyAuth string
@@ -465,9 +468,10 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if rf := refusalOf(resp, t.sse, t.login); rf != nil {
 		rf.answersBefore = t.answers.Load()
 		rf.call = exactFrom(req.Context())
+		rf.callOnly = rf.scope != "" && !rf.rpc && !t.sse && !t.handshake.Load() && scopeRefusalAnswer(req, resp, rf.scope)
 		t.refused.Store(rf)
 		t.refusals.Add(1)
-		if rf.scope != "" && !rf.rpc && !t.sse && !t.handshake.Load() && scopeRefusalAnswer(req, resp, rf.scope) {
+		if rf.callOnly {
 			return resp, nil
 		}
 	} else if rf := streamRefusalOf(resp, t.sse, t.login); rf != nil {

@@ -300,7 +300,11 @@ const (
 // last two (languageFilters), and queries in each (queryGroups).
 var analyzerFilters = slices.Concat(sharedFilters, splitFilters, englishFilters)
 
-func newMapping() (mapping.IndexMapping, error) {
+// newMapping is the index mapping of a catalog whose tools are in English
+// and langs (languagesOf). Without langs it is the mapping of before
+// languages, byte for byte: an older toolgate opens such an index (a
+// rollback, a warm start) and updates it in place.
+func newMapping(langs []string) (mapping.IndexMapping, error) {
 	im := bleve.NewIndexMapping()
 	im.ScoringModel = bindex.BM25Scoring
 	if err := im.AddCustomAnalyzer(analyzerName, map[string]interface{}{
@@ -314,8 +318,10 @@ func newMapping() (mapping.IndexMapping, error) {
 	im.DefaultMapping = docMapping(analyzerName)
 	// One document type per language, of the same fields, so that BM25F
 	// reads every tool's terms from the same postings.
-	im.TypeField = fieldLang
-	for lang := range languageFilters {
+	if len(langs) > 0 {
+		im.TypeField = fieldLang
+	}
+	for _, lang := range langs {
 		if err := im.AddCustomAnalyzer(analyzerOf(lang), map[string]interface{}{
 			"type":          custom.Name,
 			"tokenizer":     identTokenizerName,
@@ -407,11 +413,12 @@ func Build(ctx context.Context, tools []catalog.Tool, emb Embedder, opts *Option
 	if err != nil {
 		return nil, err
 	}
-	bi, err := newBleve("")
+	langs := languagesOf(sorted)
+	bi, err := newBleve("", langs)
 	if err != nil {
 		return nil, err
 	}
-	ix := &Index{tools: sorted, ids: ids, byID: byID, bi: bi, langs: languagesOf(sorted)}
+	ix := &Index{tools: sorted, ids: ids, byID: byID, bi: bi, langs: langs}
 	if err := fillBleve(ctx, bi, sorted); err != nil {
 		_ = ix.Close()
 		return nil, err
@@ -434,8 +441,8 @@ func Build(ctx context.Context, tools []catalog.Tool, emb Embedder, opts *Option
 // newBleve creates a scorch index at path, or in memory for path "". Scorch
 // (not the in-memory upsidedown store) is needed for BM25: only it reports
 // the field statistics BM25 needs.
-func newBleve(path string) (bleve.Index, error) {
-	m, err := newMapping()
+func newBleve(path string, langs []string) (bleve.Index, error) {
+	m, err := newMapping(langs)
 	if err != nil {
 		return nil, err
 	}

@@ -2,7 +2,9 @@ package index
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -262,5 +264,30 @@ func TestLanguagesHaveChains(t *testing.T) {
 		if catalog.Languages[code] == "" {
 			t.Errorf("filters of language %q, which catalog.Languages lacks", code)
 		}
+	}
+}
+
+// The mapping of an index of English tools only is the one of before
+// languages, byte for byte (its JSON's sha256 as that toolgate wrote it):
+// a toolgate of before opens it at a rollback, warm, and updates it in
+// place. With a language the mapping holds its analyzer and document type.
+func TestEnglishMappingAsBefore(t *testing.T) {
+	m, err := newMapping(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprintf("%x", sha256.Sum256(b)); got != "8639077e6a5d0ad03fa7033de22fb151ec85aacf7fe0c6a37c89ba77cee621db" {
+		t.Errorf("English-only mapping changed (sha256 %s):\n%s", got, b)
+	}
+	m, err = newMapping([]string{"de"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ = json.Marshal(m); !strings.Contains(string(b), `"toolgate_de"`) || !strings.Contains(string(b), `"type_field":"lang"`) || strings.Contains(string(b), `"toolgate_fr"`) {
+		t.Errorf("mapping of German tools:\n%s", b)
 	}
 }

@@ -547,13 +547,13 @@ func buildBleveOnDisk(ctx context.Context, path string, tools []catalog.Tool) er
 		// Bleve's builder panics closing an empty build (it moves its
 		// first segment into place, and there is none): an empty catalog
 		// (every backend down at a cold start) gets an empty index.
-		bi, err := newBleve(path)
+		bi, err := newBleve(path, nil)
 		if err != nil {
 			return err
 		}
 		return bi.Close()
 	}
-	m, err := newMapping()
+	m, err := newMapping(languagesOf(tools))
 	if err != nil {
 		return err
 	}

@@ -194,7 +194,7 @@ func planUpdate(base *Index, baseTerms map[string]int, tools []catalog.Tool, d c
 	if f := float64(d.reindex()) / float64(len(tools)); f > maxUpdateFraction {
 		return nil, errFullBuild{fmt.Sprintf("%d of %d documents to index or delete (over %.0f%%)", d.reindex(), len(tools), 100*maxUpdateFraction)}
 	}
-	want, err := newMapping()
+	want, err := newMapping(languagesOf(tools))
 	if err != nil {
 		return nil, err
 	}
@@ -504,7 +504,7 @@ type bleveResult struct {
 // incrementally from base's by d when planUpdate allows it, otherwise, or
 // when the incremental path fails, by a full build.
 func writeBleve(ctx context.Context, path string, tools []catalog.Tool, base updateBase, d catalogDiff, log *slog.Logger) (bleveResult, error) {
-	m, err := newMapping()
+	m, err := newMapping(languagesOf(tools))
 	if err != nil {
 		return bleveResult{}, err
 	}

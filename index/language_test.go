@@ -92,6 +92,20 @@ func TestServerLanguageStemsToolsAndQueries(t *testing.T) {
 		}
 	}
 
+	// A learned query is read in its tool's language, as its fields are:
+	// "Gutschrift" meets the learned "Gutschriften ausstellen".
+	extra, err := ix.NewExtraField(map[string]string{"buchhaltung__rechnung_anlegen": "Gutschriften ausstellen"}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := ix.KeywordAll("Gutschrift", "", extra)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if top := r.Top(1); len(top) != 1 || top[0].ID != "buchhaltung__rechnung_anlegen" {
+		t.Errorf("learned German query: %q finds %v", "Gutschrift", top)
+	}
+
 	// The English rules, for the record: the same catalog and queries
 	// without languages.
 	en, err := Build(ctx, teamCatalog(nil), nil, nil)

@@ -27,10 +27,6 @@ import (
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/analysis/analyzer/custom"
 	"github.com/blevesearch/bleve/v2/analysis/analyzer/keyword"
-	"github.com/blevesearch/bleve/v2/analysis/lang/cjk"
-	"github.com/blevesearch/bleve/v2/analysis/lang/en"
-	"github.com/blevesearch/bleve/v2/analysis/token/lowercase"
-	"github.com/blevesearch/bleve/v2/analysis/token/porter"
 	"github.com/blevesearch/bleve/v2/index/scorch"
 	"github.com/blevesearch/bleve/v2/mapping"
 	bindex "github.com/blevesearch/bleve_index_api"
@@ -238,6 +234,8 @@ type Index struct {
 
 	ids []string // tools[i].ID(); byID's keys are these strings
 
+	langs []string // the tools' languages other than English, sorted (languagesOf)
+
 	scanBufs sync.Pool // *[]float32 of len(tools) scores, for Scan
 
 	kwLen  map[string]int64 // tokens per keyword field over all tools (BM25F lengths)
@@ -280,6 +278,10 @@ const (
 	fieldDesc   = "description"
 	fieldParams = "params"
 	fieldSrvKey = "srv" // exact server name, for the filter only
+	// fieldLang names the document type of a tool in another language
+	// than English: the mapping of that type reads its fields with that
+	// language's analyzer. Not indexed.
+	fieldLang = "lang"
 
 	analyzerName = "toolgate"
 )
@@ -292,9 +294,17 @@ const (
 // cjk_width reads full-width Latin and half-width kana as their usual
 // forms, and cjk_bigram cuts the tokenizer's runs of Chinese and
 // Japanese characters, which have no spaces between words, into pairs.
-var analyzerFilters = []string{nfcName, cjk.WidthName, cjk.BigramName, identSplitName, lowercase.Name, en.StopName, porter.Name}
+//
+// A server's tools in another language (Tool.Language) are read with
+// sharedFilters and that language's stop words and stemmer instead of the
+// last two (languageFilters), and queries in each (queryGroups).
+var analyzerFilters = slices.Concat(sharedFilters, splitFilters, englishFilters)
 
-func newMapping() (mapping.IndexMapping, error) {
+// newMapping is the index mapping of a catalog whose tools are in English
+// and langs (languagesOf). Without langs it is the mapping of before
+// languages, byte for byte: an older toolgate opens such an index (a
+// rollback, a warm start) and updates it in place.
+func newMapping(langs []string) (mapping.IndexMapping, error) {
 	im := bleve.NewIndexMapping()
 	im.ScoringModel = bindex.BM25Scoring
 	if err := im.AddCustomAnalyzer(analyzerName, map[string]interface{}{
@@ -305,10 +315,35 @@ func newMapping() (mapping.IndexMapping, error) {
 		return nil, fmt.Errorf("index mapping: %w", err)
 	}
 	im.DefaultAnalyzer = analyzerName
+	im.DefaultMapping = docMapping(analyzerName)
+	// One document type per language, of the same fields, so that BM25F
+	// reads every tool's terms from the same postings.
+	if len(langs) > 0 {
+		im.TypeField = fieldLang
+	}
+	for _, lang := range langs {
+		if err := im.AddCustomAnalyzer(analyzerOf(lang), map[string]interface{}{
+			"type":          custom.Name,
+			"tokenizer":     identTokenizerName,
+			"token_filters": toAny(languageChain(lang)),
+		}); err != nil {
+			return nil, fmt.Errorf("index mapping: %w", err)
+		}
+		im.AddDocumentMapping(lang, docMapping(analyzerOf(lang)))
+	}
+	im.StoreDynamic = false
+	im.IndexDynamic = false
+	im.DocValuesDynamic = false
+	return im, nil
+}
+
+// docMapping maps a tool's keyword fields, read with analyzer, and its
+// server's exact name.
+func docMapping(analyzer string) *mapping.DocumentMapping {
 	doc := bleve.NewDocumentStaticMapping()
 	for _, f := range []string{fieldName, fieldServer, fieldDesc, fieldParams} {
 		fm := bleve.NewTextFieldMapping()
-		fm.Analyzer = analyzerName
+		fm.Analyzer = analyzer
 		fm.Store = false
 		fm.IncludeInAll = false
 		fm.IncludeTermVectors = false
@@ -322,11 +357,7 @@ func newMapping() (mapping.IndexMapping, error) {
 	km.IncludeTermVectors = false
 	km.DocValues = false
 	doc.AddFieldMappingsAt(fieldSrvKey, km)
-	im.DefaultMapping = doc
-	im.StoreDynamic = false
-	im.IndexDynamic = false
-	im.DocValuesDynamic = false
-	return im, nil
+	return doc
 }
 
 func toAny(ss []string) []interface{} {
@@ -342,13 +373,17 @@ func bleveDoc(t catalog.Tool) map[string]interface{} {
 	if t.Title != "" {
 		name += " " + t.Title
 	}
-	return map[string]interface{}{
+	doc := map[string]interface{}{
 		fieldName:   name,
 		fieldServer: t.Server,
 		fieldDesc:   t.Description,
 		fieldParams: catalog.ParamsText(t),
 		fieldSrvKey: t.Server,
 	}
+	if t.Language != "" {
+		doc[fieldLang] = t.Language
+	}
+	return doc
 }
 
 // prepareTools copies and sorts tools by ID, rejecting duplicate or empty
@@ -366,6 +401,9 @@ func prepareTools(tools []catalog.Tool) ([]catalog.Tool, []string, map[string]in
 	if dup != "" {
 		return nil, nil, nil, fmt.Errorf("tool %q listed twice: tool names must be unique per server", dup)
 	}
+	if _, err := serverLanguages(sorted); err != nil {
+		return nil, nil, nil, err
+	}
 	return sorted, ids, byID, nil
 }
 
@@ -375,11 +413,12 @@ func Build(ctx context.Context, tools []catalog.Tool, emb Embedder, opts *Option
 	if err != nil {
 		return nil, err
 	}
-	bi, err := newBleve("")
+	langs := languagesOf(sorted)
+	bi, err := newBleve("", langs)
 	if err != nil {
 		return nil, err
 	}
-	ix := &Index{tools: sorted, ids: ids, byID: byID, bi: bi}
+	ix := &Index{tools: sorted, ids: ids, byID: byID, bi: bi, langs: langs}
 	if err := fillBleve(ctx, bi, sorted); err != nil {
 		_ = ix.Close()
 		return nil, err
@@ -402,8 +441,8 @@ func Build(ctx context.Context, tools []catalog.Tool, emb Embedder, opts *Option
 // newBleve creates a scorch index at path, or in memory for path "". Scorch
 // (not the in-memory upsidedown store) is needed for BM25: only it reports
 // the field statistics BM25 needs.
-func newBleve(path string) (bleve.Index, error) {
-	m, err := newMapping()
+func newBleve(path string, langs []string) (bleve.Index, error) {
+	m, err := newMapping(langs)
 	if err != nil {
 		return nil, err
 	}
@@ -495,6 +534,22 @@ func embedAll(ctx context.Context, tools []catalog.Tool, emb Embedder, opts *Opt
 		opts.progress(end, len(tools))
 	}
 	return vecs, nil
+}
+
+// queryGroups are the keyword terms of a query: for an index of English
+// tools only, each distinct term of the index analyzer (queryTerms) on its
+// own; with tools in other languages, each word's terms in English and in
+// each of them (see the function queryGroups).
+func (ix *Index) queryGroups(text string) ([][]string, error) {
+	if len(ix.langs) > 0 {
+		return queryGroups(text, ix.langs), nil
+	}
+	terms, err := queryTerms(ix.bi, text)
+	groups := make([][]string, len(terms))
+	for i := range terms {
+		groups[i] = terms[i : i+1 : i+1]
+	}
+	return groups, err
 }
 
 // queryTerms analyzes a query with the index analyzer and returns its

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/blevesearch/bleve/v2/analysis"
 	"github.com/blevesearch/bleve/v2/mapping"
 	bindex "github.com/blevesearch/bleve_index_api"
 	"github.com/toolgate/toolgate/index/catalog"
@@ -67,21 +68,32 @@ var keywordFields = []string{fieldName, fieldServer, fieldDesc, fieldParams}
 // analyzer makes of tools' documents: what BM25F's average field length
 // needs, which Bleve does not keep.
 func fieldLengths(m mapping.IndexMapping, tools []catalog.Tool) (map[string]int64, error) {
-	a := m.AnalyzerNamed(analyzerName)
-	if a == nil {
-		return nil, fmt.Errorf("analyzer %q missing from the index mapping", analyzerName)
-	}
 	out := make(map[string]int64, len(keywordFields))
 	for _, f := range keywordFields {
 		out[f] = 0
 	}
 	for _, t := range tools {
+		a, err := toolAnalyzer(m, t)
+		if err != nil {
+			return nil, err
+		}
 		doc := bleveDoc(t)
 		for _, f := range keywordFields {
 			out[f] += int64(len(a.Analyze([]byte(doc[f].(string)))))
 		}
 	}
 	return out, nil
+}
+
+// toolAnalyzer is the analyzer of t's fields in the index mapping m: its
+// language's (analyzerOf).
+func toolAnalyzer(m mapping.IndexMapping, t catalog.Tool) (analysis.Analyzer, error) {
+	name := analyzerOf(t.Language)
+	a := m.AnalyzerNamed(name)
+	if a == nil {
+		return nil, fmt.Errorf("analyzer %q missing from the index mapping", name)
+	}
+	return a, nil
 }
 
 // keywordReader is what the keyword scorer reads, made once per Index: a
@@ -185,18 +197,14 @@ type extraPosting struct {
 	cover float64 // how much of a term found here counts toward Coverage
 }
 
-// NewExtraField analyzes texts (tool ID → text) with the index's analyzer
-// into a field weighted by weights (tool ID → weight; a tool without one
+// NewExtraField analyzes texts (tool ID → text) with each tool's analyzer
+// (its language's) into a field weighted by weights (tool ID → weight; a tool without one
 // weighs 1). Tools not in the index are ignored. BM25F normalises its
 // lengths by the average over the whole catalog, tools without text
 // counting as empty. A query term that a tool holds only in this field
 // counts toward its Coverage as much as covers says (tool ID → share in
 // [0,1]; a tool without one: fully).
 func (ix *Index) NewExtraField(texts map[string]string, weights, covers map[string]float64) (*ExtraField, error) {
-	a := ix.bi.Mapping().AnalyzerNamed(analyzerName)
-	if a == nil {
-		return nil, fmt.Errorf("analyzer %q missing from the index mapping", analyzerName)
-	}
 	type doc struct {
 		row   int32
 		tf    map[string]int
@@ -215,6 +223,12 @@ func (ix *Index) NewExtraField(texts map[string]string, weights, covers map[stri
 		row, ok := ix.byID[id]
 		if !ok {
 			continue
+		}
+		// A tool's learned queries are read in its language, as its
+		// fields are: a query's terms in that language meet them.
+		a, err := toolAnalyzer(ix.bi.Mapping(), ix.tools[row])
+		if err != nil {
+			return nil, err
 		}
 		toks := a.Analyze([]byte(texts[id]))
 		if len(toks) == 0 {
@@ -393,8 +407,8 @@ func (s Subset) KeywordAll(query, server string, extra *ExtraField) (*KeywordRes
 	if len(ix.tools) == 0 {
 		return res, nil
 	}
-	terms, err := queryTerms(ix.bi, query)
-	if err != nil || len(terms) == 0 {
+	groups, err := ix.queryGroups(query)
+	if err != nil || len(groups) == 0 {
 		return res, err
 	}
 	kr, err := ix.keywordReader()
@@ -420,9 +434,12 @@ func (s Subset) KeywordAll(query, server string, extra *ExtraField) (*KeywordRes
 		cover = make([]float64, n)
 	}
 	var touched []int32
-	var tfd bindex.TermFieldDoc
-	ctx := context.Background()
-	for _, term := range terms {
+	// A group is one query word: its terms in English and in the index's
+	// other languages (queryGroups) are one term to BM25F, whichever of
+	// them a tool holds (their frequencies added, the document frequency
+	// of any of them), as a word in two spellings is. Without other
+	// languages each group is one term.
+	for _, group := range groups {
 		touched = touched[:0]
 		add := func(row int32, w float64) {
 			if tfw[row] == 0 {
@@ -430,44 +447,15 @@ func (s Subset) KeywordAll(query, server string, extra *ExtraField) (*KeywordRes
 			}
 			tfw[row] += w
 		}
-		for fi, f := range keywordFields {
-			fw := fieldWeights[f]
-			if fw == 0 || kr.avg[fi] == 0 {
-				continue
+		for _, term := range group {
+			if err := kr.addTerm(term, add, cover); err != nil {
+				return nil, err
 			}
-			tr, err := kr.r.TermFieldReader(ctx, []byte(term), f, true, true, false)
-			if err != nil {
-				return nil, fmt.Errorf("keyword search: %w", err)
-			}
-			for {
-				d, err := tr.Next(&tfd)
-				if err != nil {
-					_ = tr.Close()
-					return nil, fmt.Errorf("keyword search: %w", err)
+			if extra != nil {
+				for _, p := range extra.postings[term] {
+					add(p.row, p.w)
+					cover[p.row] = max(cover[p.row], p.cover)
 				}
-				if d == nil {
-					break
-				}
-				num := d.ID.Value()
-				if num >= uint64(len(kr.rows)) || kr.rows[num] < 0 {
-					continue // a deleted document
-				}
-				// Bleve stores a field's norm as 1/√length.
-				length := math.Round(1 / float64(d.Norm*d.Norm))
-				row := kr.rows[num]
-				add(row, fw*float64(d.Freq)/(1-bm25B+bm25B*length/kr.avg[fi]))
-				if cover != nil {
-					cover[row] = 1
-				}
-			}
-			if err := tr.Close(); err != nil {
-				return nil, fmt.Errorf("keyword search: %w", err)
-			}
-		}
-		if extra != nil {
-			for _, p := range extra.postings[term] {
-				add(p.row, p.w)
-				cover[p.row] = max(cover[p.row], p.cover)
 			}
 		}
 		// Document frequencies are the whole catalog's, also under a
@@ -498,6 +486,49 @@ func (s Subset) KeywordAll(query, server string, extra *ExtraField) (*KeywordRes
 		}
 	}
 	return res, nil
+}
+
+// addTerm adds, through add, the weighted, length-normalised frequency of
+// term in each keyword field of each tool that holds it, and marks those
+// tools in cover (when not nil) as holding it in their own fields.
+func (kr *keywordReader) addTerm(term string, add func(row int32, w float64), cover []float64) error {
+	var tfd bindex.TermFieldDoc
+	ctx := context.Background()
+	for fi, f := range keywordFields {
+		fw := fieldWeights[f]
+		if fw == 0 || kr.avg[fi] == 0 {
+			continue
+		}
+		tr, err := kr.r.TermFieldReader(ctx, []byte(term), f, true, true, false)
+		if err != nil {
+			return fmt.Errorf("keyword search: %w", err)
+		}
+		for {
+			d, err := tr.Next(&tfd)
+			if err != nil {
+				_ = tr.Close()
+				return fmt.Errorf("keyword search: %w", err)
+			}
+			if d == nil {
+				break
+			}
+			num := d.ID.Value()
+			if num >= uint64(len(kr.rows)) || kr.rows[num] < 0 {
+				continue // a deleted document
+			}
+			// Bleve stores a field's norm as 1/√length.
+			length := math.Round(1 / float64(d.Norm*d.Norm))
+			row := kr.rows[num]
+			add(row, fw*float64(d.Freq)/(1-bm25B+bm25B*length/kr.avg[fi]))
+			if cover != nil {
+				cover[row] = 1
+			}
+		}
+		if err := tr.Close(); err != nil {
+			return fmt.Errorf("keyword search: %w", err)
+		}
+	}
+	return nil
 }
 
 // Keyword returns the k best tools of server ("" for all) for query by

@@ -3,12 +3,14 @@ package index
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	bindex "github.com/blevesearch/bleve_index_api"
 )
 
 // Matched returns the terms the analyzer makes of query (lower case,
-// stemmed, without stop words, in the order they first appear) and, for
+// stemmed, without stop words, in the order they first appear; with tools
+// in other languages than English, each word's terms in each) and, for
 // each tool of ids, which of them each keyword field holds (field → terms,
 // in query order; a tool or field with none is left out). It says why a
 // tool's keyword score is what it is (`toolgate search --explain`); it
@@ -18,7 +20,8 @@ func (ix *Index) Matched(query string, ids []string) ([]string, map[string]map[s
 		return nil, nil, errClosed
 	}
 	found := map[string]map[string][]string{}
-	terms, err := queryTerms(ix.bi, query)
+	groups, err := ix.queryGroups(query)
+	terms := slices.Concat(groups...)
 	if err != nil || len(terms) == 0 || len(ix.tools) == 0 {
 		return terms, found, err
 	}

@@ -96,6 +96,11 @@ type Manifest struct {
 	// in a manifest written before 2026-12-07).
 	Config  string   `json:"config,omitempty"`
 	Servers []string `json:"servers,omitempty"`
+	// Languages are the servers whose tools are in another language than
+	// English, each with its code (Tool.Language; absent for none): the
+	// catalog snapshot does not keep it, an index opened takes it from
+	// here. Analyzer names those languages' filters too.
+	Languages map[string]string `json:"languages,omitempty"`
 	// Others are the manifests of the generations kept for other configs
 	// than Config (gateways of other configs on the data folder), the last
 	// of each, newest first, KeepOthers at most (those of another format
@@ -108,7 +113,19 @@ type Manifest struct {
 // one's an index folder keeps (see Manifest.Others).
 const KeepOthers = 3
 
-func analyzerSignature() string { return strings.Join(analyzerFilters, ",") }
+// signatureOf is the analyzer signature this toolgate writes for an index
+// of m's languages: a manifest whose Analyzer differs is another
+// toolgate version's.
+func signatureOf(m *Manifest) string {
+	var langs []string
+	for _, l := range m.Languages {
+		if !slices.Contains(langs, l) {
+			langs = append(langs, l)
+		}
+	}
+	slices.Sort(langs)
+	return analyzerSignature(langs...)
+}
 
 // Dir is the index folder inside a data folder: what Ensure, Open and
 // Inspect take.
@@ -154,7 +171,7 @@ func inspect(dir string, modelID string, fp string) (State, *Manifest, error) {
 		// Garbled, truncated, foreign or unreadable: rebuild over it.
 		return StateFormatChanged, nil, nil
 	}
-	if m.Format != FormatVersion || m.Analyzer != analyzerSignature() || m.Generation <= 0 {
+	if m.Format != FormatVersion || m.Analyzer != signatureOf(m) || m.Generation <= 0 {
 		return StateFormatChanged, m, nil
 	}
 	if st, err := os.Stat(genDir(ixDir, m.Generation)); err != nil || !st.IsDir() {
@@ -251,7 +268,7 @@ func EnsureReport(ctx context.Context, dir string, tools []catalog.Tool, emb Emb
 			log.Info("index on disk is another toolgate version's, for another config's gateway; keeping it for that one and building this config's", "format", prev.Format, "this_version_reads", FormatVersion, "config", prev.Config, "dir", ixDir)
 		} else if prev != nil && prev.Format > FormatVersion {
 			log.Info("index on disk is a newer toolgate's (a rollback?); rebuilding it for this one, and the newer toolgate rebuilds its own when it runs here again", "format", prev.Format, "this_version_reads", FormatVersion, "dir", ixDir)
-		} else if prev != nil && (prev.Format != FormatVersion || prev.Analyzer != analyzerSignature()) {
+		} else if prev != nil && (prev.Format != FormatVersion || prev.Analyzer != signatureOf(prev)) {
 			log.Info("index on disk is from another toolgate version; rebuilding it", "format", prev.Format, "this_version_reads", FormatVersion, "dir", ixDir)
 		} else {
 			log.Warn("index on disk is unreadable; rebuilding", "dir", ixDir)
@@ -302,7 +319,9 @@ func EnsureReport(ctx context.Context, dir string, tools []catalog.Tool, emb Emb
 	// The previous generation's Bleve index is updated rather than rebuilt
 	// only when it was made by the same format and analyzer.
 	var base updateBase
-	if old != nil && (rep.Before == StateCatalogChanged || rep.Before == StateModelChanged) && prev.Analyzer == analyzerSignature() {
+	// (A change of the catalog's languages rebuilds it: an index of
+	// English tools only may come from a toolgate whose mapping had none.)
+	if old != nil && (rep.Before == StateCatalogChanged || rep.Before == StateModelChanged) && prev.Analyzer == analyzerSignature(languagesOf(sorted)...) {
 		base = updateBase{ix: old, dir: filepath.Join(genDir(ixDir, prev.Generation), bleveSubdir), terms: prev.KeywordTerms, lengths: prev.KeywordLengths}
 	}
 	if fp == "" {
@@ -388,9 +407,14 @@ func writeGeneration(ctx context.Context, gd string, tools []catalog.Tool, fp st
 	if err := writeFileSync(filepath.Join(gd, catalogFile), encodeCatalog(tools)); err != nil {
 		return nil, err
 	}
+	langs, err := serverLanguages(tools)
+	if err != nil {
+		return nil, err
+	}
 	man := &Manifest{
 		Format:      FormatVersion,
-		Analyzer:    analyzerSignature(),
+		Analyzer:    analyzerSignature(languagesOf(tools)...),
+		Languages:   langs,
 		Fingerprint: fp,
 		Tools:       len(tools),
 		Created:     time.Now().UTC().Truncate(time.Second),
@@ -523,13 +547,13 @@ func buildBleveOnDisk(ctx context.Context, path string, tools []catalog.Tool) er
 		// Bleve's builder panics closing an empty build (it moves its
 		// first segment into place, and there is none): an empty catalog
 		// (every backend down at a cold start) gets an empty index.
-		bi, err := newBleve(path)
+		bi, err := newBleve(path, nil)
 		if err != nil {
 			return err
 		}
 		return bi.Close()
 	}
-	m, err := newMapping()
+	m, err := newMapping(languagesOf(tools))
 	if err != nil {
 		return err
 	}
@@ -592,7 +616,7 @@ func Open(dir string, opts *Options) (*Index, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: rebuild it with `toolgate index`", err)
 		}
-		other := m.Format != FormatVersion || m.Analyzer != analyzerSignature()
+		other := m.Format != FormatVersion || m.Analyzer != signatureOf(m)
 		if other && (opts == nil || !opts.AnyFormat) {
 			return nil, fmt.Errorf("index in %s has format %d (analyzer %q), this toolgate reads format %d: rebuild it with `toolgate index`", dir, m.Format, m.Analyzer, FormatVersion)
 		}
@@ -672,7 +696,7 @@ func openFor(dir string, servers []string, opts *Options) (*Index, *Manifest, er
 func keptFor(m *Manifest, config string, servers []string) *Manifest {
 	for i := range m.Others {
 		o := &m.Others[i]
-		if o.Config == config && o.Format == FormatVersion && o.Analyzer == analyzerSignature() && within(o.Servers, servers) {
+		if o.Config == config && o.Format == FormatVersion && o.Analyzer == signatureOf(o) && within(o.Servers, servers) {
 			return o
 		}
 	}
@@ -827,7 +851,13 @@ func openRows(ixDir string, m *Manifest) (*Index, error) {
 	if dup != "" || !sort.SliceIsSorted(tools, func(i, j int) bool { return catalog.CompareID(&tools[i], &tools[j]) < 0 }) {
 		return nil, errors.New("catalog snapshot is not sorted by unique ID")
 	}
-	ix := &Index{tools: tools, ids: ids, byID: byID, fp: m.Fingerprint}
+	if len(m.Languages) > 0 {
+		// The snapshot shares its bytes: the tools are written here only.
+		for i := range tools {
+			tools[i].Language = m.Languages[tools[i].Server]
+		}
+	}
+	ix := &Index{tools: tools, ids: ids, byID: byID, fp: m.Fingerprint, langs: languagesOf(tools)}
 	if m.ModelID != "" {
 		vf, err := openVectors(filepath.Join(gd, vectorsFile), len(tools), m.Dim)
 		if err != nil {

@@ -102,7 +102,7 @@ func (e errFullBuild) Error() string { return e.reason }
 // catalogDiff is what changed from the previous generation's catalog to the
 // new one: counts for the Report, and what Bleve has to index or delete.
 type catalogDiff struct {
-	added, changed, removed int // tools; changed = any field differs
+	added, changed, removed int // tools; changed = any field differs (the language too)
 
 	deletes []string       // IDs removed
 	upserts []catalog.Tool // tools added, or whose Bleve document changed
@@ -131,7 +131,7 @@ func diffCatalog(old *Index, tools []catalog.Tool) catalogDiff {
 		}
 		matched[j] = true
 		o := old.tools[j]
-		if o.Title == t.Title && o.Description == t.Description && catalog.SameSchema(o.InputSchema, t.InputSchema) && catalog.SameSchema(o.Annotations, t.Annotations) && catalog.SameSchema(o.OutputSchema, t.OutputSchema) {
+		if o.Title == t.Title && o.Description == t.Description && o.Language == t.Language && catalog.SameSchema(o.InputSchema, t.InputSchema) && catalog.SameSchema(o.Annotations, t.Annotations) && catalog.SameSchema(o.OutputSchema, t.OutputSchema) {
 			continue
 		}
 		d.changed++
@@ -154,7 +154,7 @@ func diffCatalog(old *Index, tools []catalog.Tool) catalogDiff {
 // sameBleveDoc reports whether two tools with the same ID make the same
 // Bleve document (bleveDoc). Schemas are parsed only when their bytes differ.
 func sameBleveDoc(a, b catalog.Tool) bool {
-	if a.Title != b.Title || a.Description != b.Description {
+	if a.Title != b.Title || a.Description != b.Description || a.Language != b.Language {
 		return false
 	}
 	if catalog.SameSchema(a.InputSchema, b.InputSchema) {
@@ -194,7 +194,7 @@ func planUpdate(base *Index, baseTerms map[string]int, tools []catalog.Tool, d c
 	if f := float64(d.reindex()) / float64(len(tools)); f > maxUpdateFraction {
 		return nil, errFullBuild{fmt.Sprintf("%d of %d documents to index or delete (over %.0f%%)", d.reindex(), len(tools), 100*maxUpdateFraction)}
 	}
-	want, err := newMapping()
+	want, err := newMapping(languagesOf(tools))
 	if err != nil {
 		return nil, err
 	}
@@ -292,16 +292,16 @@ func snapshot(bi bleve.Index) (*scorch.IndexSnapshot, func(), error) {
 // documents d removes or adds can appear or vanish, and base's live
 // document frequency of each tells which do.
 func termCounts(base *Index, baseTerms map[string]int, d catalogDiff) (map[string]int, error) {
-	a := base.bi.Mapping().AnalyzerNamed(analyzerName)
-	if a == nil {
-		return nil, fmt.Errorf("analyzer %q missing from the index mapping", analyzerName)
-	}
-	count := func(tools []catalog.Tool) map[string]map[string]int {
+	count := func(tools []catalog.Tool) (map[string]map[string]int, error) {
 		out := make(map[string]map[string]int, len(keywordFields))
 		for _, f := range keywordFields {
 			out[f] = map[string]int{}
 		}
 		for _, t := range tools {
+			a, err := toolAnalyzer(base.bi.Mapping(), t)
+			if err != nil {
+				return nil, err
+			}
 			doc := bleveDoc(t)
 			for _, f := range keywordFields {
 				seen := map[string]bool{}
@@ -313,9 +313,16 @@ func termCounts(base *Index, baseTerms map[string]int, d catalogDiff) (map[strin
 				}
 			}
 		}
-		return out
+		return out, nil
 	}
-	removed, added := count(d.gone), count(d.upserts)
+	removed, err := count(d.gone)
+	if err != nil {
+		return nil, err
+	}
+	added, err := count(d.upserts)
+	if err != nil {
+		return nil, err
+	}
 	snap, done, err := snapshot(base.bi)
 	if err != nil {
 		return nil, err
@@ -497,7 +504,7 @@ type bleveResult struct {
 // incrementally from base's by d when planUpdate allows it, otherwise, or
 // when the incremental path fails, by a full build.
 func writeBleve(ctx context.Context, path string, tools []catalog.Tool, base updateBase, d catalogDiff, log *slog.Logger) (bleveResult, error) {
-	m, err := newMapping()
+	m, err := newMapping(languagesOf(tools))
 	if err != nil {
 		return bleveResult{}, err
 	}

@@ -117,6 +117,7 @@ func (g *globals) listBackendTools(ctx context.Context, paths []string, flaws *c
 	tools := pool.Tools()
 	tools[mgmt.Name] = mgmt.Tools()
 	merged := live.Merge(prev, tools, append(pool.Servers(), mgmt.Name))
+	live.SetLanguages(merged, cfg)
 	cutMu.Lock()
 	slices.SortFunc(cuts, func(a, b catalog.Cut) int { return strings.Compare(a.ID, b.ID) })
 	where := strings.Join(paths, ", ")

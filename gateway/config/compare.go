@@ -38,6 +38,7 @@ func (s Server) Changes(o Server) []string {
 	diff("idleTimeout", s.IdleTimeout == o.IdleTimeout)
 	diff("restart", sameRestart(s.Restart, o.Restart))
 	diff("description", s.Description == o.Description)
+	diff("language", s.Language == o.Language)
 	diff("unset", slices.Equal(s.Unset, o.Unset))
 	return out
 }

@@ -127,6 +127,14 @@ type Server struct {
 	// a restart.
 	Description string `json:"description,omitempty"`
 
+	// Language is the language the server names and describes its tools
+	// in, by code (catalog.LanguageCodes: "de", "fr", …; "" or "en" for
+	// English): the keyword index stems its tools' words with that
+	// language's stop words and stemmer, and reads every query in it as
+	// well as in English. Applied without a restart (the index is
+	// rebuilt).
+	Language string `json:"language,omitempty"`
+
 	// Per-server overrides; 0 means the toolgate section's value
 	// (Servers fills them in).
 	ConnectTimeout Duration `json:"connectTimeout,omitzero"`

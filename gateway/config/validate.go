@@ -390,6 +390,9 @@ func validateServer(name string, s Server, skip map[string]bool) []*FieldError {
 	if strings.ContainsFunc(s.Description, func(r rune) bool { return unicode.IsControl(r) && !unicode.IsSpace(r) }) {
 		bad("description", "contains a control character: use plain text")
 	}
+	if _, err := catalog.CanonicalLanguage(s.Language); err != nil {
+		bad("language", "%v (the keyword index stems the server's tool texts with that language's rules; leave it out for English)", err)
+	}
 	if s.Restart != nil {
 		for _, p := range checkRestart(*s.Restart) {
 			bad("restart."+p[0], "%s", p[1])

@@ -226,7 +226,7 @@ func (l *Loop) reload(ctx context.Context, trigger, transport string, force bool
 	}
 	LogBareReferences(l.log, fresh)
 	l.applied.Store(cfg)
-	if len(d.Added)+len(d.Removed)+len(d.Changed) > 0 {
+	if len(d.Added)+len(d.Removed)+len(d.Changed)+len(d.Updated) > 0 {
 		// Drop removed servers' tools from the index now; added ones
 		// follow as they list. After the Store: a build keeps the tools of
 		// the servers l.applied configures, and one that ran between the
@@ -234,6 +234,8 @@ func (l *Loop) reload(ctx context.Context, trigger, transport string, force bool
 		// kept the removed server's, found the catalog the one served and
 		// was not asked again: they stayed until the next change
 		// (TestReloadOnFileChange failed so in CI).
+		// An updated server's language changes its tools' index entries
+		// (a build finds nothing to do for a timeout).
 		l.refresh()
 	}
 	// The servers unchanged only counted: at 100 servers the line named
@@ -278,7 +280,7 @@ func (l *Loop) auditReload(r *Reload, transport string) *Reload {
 		what  string
 	}{
 		{r.Added, "added to"}, {r.Removed, "removed from"}, {r.Changed, "changed in"},
-		{r.Updated, "updated (timeouts, applied in place) in"},
+		{r.Updated, "updated (timeouts, description, language: applied in place) in"},
 	} {
 		for _, name := range c.names {
 			rec.Server, rec.Reason = name, fmt.Sprintf("server %q %s %s (%s)", name, c.what, file, r.Trigger)

@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/gateway/backend"
+	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/index"
 	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/internal/storage"
@@ -179,8 +180,10 @@ func (l *Loop) build(ctx context.Context) (ix *index.Index, inMemory bool, err e
 	for name, tools := range l.opts.Builtin {
 		live[name] = tools
 	}
-	configured := l.catalogued(l.applied.Load())
+	cfg := l.applied.Load()
+	configured := l.catalogued(cfg)
 	tools := mergeCatalog(prev, l.catalogOf(live), configured)
+	SetLanguages(tools, cfg)
 	if served != "" && catalog.Fingerprint(tools) == served && !l.modelBack(ctx) {
 		l.log.Debug("re-index skipped: the catalog is the one served", "tools", len(tools))
 		l.toSweep = l.sweepable(tools, live, configured)
@@ -496,6 +499,23 @@ func mergeCatalog(prev []catalog.Tool, live map[string][]catalog.Tool, configure
 	}
 	catalog.SortByID(out)
 	return out
+}
+
+// SetLanguages gives each tool its server's language as cfg says it
+// (config.Server.Language; English, "", for the built-in servers and a
+// server cfg does not have): what the index reads its texts in. Merge's
+// tools are its own copies, for this. serve and `toolgate index
+// --config` both call it.
+func SetLanguages(tools []catalog.Tool, cfg *config.File) {
+	langs := map[string]string{}
+	for _, s := range cfg.Servers() {
+		if l, err := catalog.CanonicalLanguage(s.Language); err == nil && l != "" {
+			langs[s.Name] = l
+		}
+	}
+	for i := range tools {
+		tools[i].Language = langs[tools[i].Server]
+	}
 }
 
 // converted is one server's listing as the catalog has it

@@ -33,6 +33,9 @@ type jsonlTool struct {
 	// unknown key, skipped, and the tool indexed without its schema.
 	InputSchemaMCP json.RawMessage `json:"inputSchema"`
 	Annotations    json.RawMessage `json:"annotations"`
+	// Language is the tool's language (see Tool.Language; "en" or
+	// absent for English).
+	Language string `json:"language"`
 	// ID is a benchmark's own key for the tool: when it holds a
 	// server__tool ID and "server" is missing, the message says how to
 	// split it.
@@ -177,6 +180,11 @@ func ReadJSONL(r io.Reader, name string) ([]Tool, error) {
 			return fmt.Errorf("server %q contains %q, the ID separator: rename the server", *jt.Server, Sep)
 		}
 		t := Tool{Server: *jt.Server, Name: *jt.Name, Title: jt.Title, Description: jt.Description}
+		lang, err := CanonicalLanguage(jt.Language)
+		if err != nil {
+			return fmt.Errorf(`"language" of %q: %w`, t.ID(), err)
+		}
+		t.Language = lang
 		schema, key := bytes.TrimSpace(jt.InputSchema), "input_schema"
 		if mcp := bytes.TrimSpace(jt.InputSchemaMCP); len(mcp) > 0 {
 			if len(schema) > 0 && !bytes.Equal(schema, mcp) {

@@ -243,9 +243,20 @@ func Fingerprint(tools []Tool) string {
 			h.Write(n[:])
 			h.Write(out)
 		}
+		if t.Language != "" {
+			// Marked as the output schema is: a catalog without
+			// languages keeps the fingerprint it had before them.
+			binary.LittleEndian.PutUint64(n[:], uint64(len(t.Language))|languageMark)
+			h.Write(n[:])
+			h.Write([]byte(t.Language))
+		}
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }
+
+// languageMark marks the length of a tool's language in Fingerprint's
+// input, as outputMark an output schema's.
+const languageMark = 1 << 62
 
 // outputMark marks the length of an output schema in Fingerprint's input:
 // no other field's length has that bit.

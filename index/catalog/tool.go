@@ -44,6 +44,12 @@ type Tool struct {
 	// after a call. Like the annotations it is never indexed: the text
 	// searched and embedded is the same with it or without it.
 	OutputSchema json.RawMessage `json:"output_schema,omitempty"`
+	// Language is the language the tool's server names and describes its
+	// tools in (a code of Languages; "" for English), from the server's
+	// "language" in the config: the keyword index stems its words with
+	// that language's rules, and every query is read in it as well as in
+	// English. Never sent to a client.
+	Language string `json:"language,omitempty"`
 }
 
 // ID is the namespaced name the client sees: server__tool.

@@ -1,0 +1,36 @@
+package catalog
+
+import (
+	"strings"
+	"testing"
+)
+
+// A tools.jsonl line's "language" is the tool's (en or absent: English,
+// ""), and a code toolgate does not stem is an error naming the tool. A
+// catalog's fingerprint without languages is the one it had before them.
+func TestJSONLLanguage(t *testing.T) {
+	tools, err := ReadJSONL(strings.NewReader(`{"server": "b", "name": "rechnung_anlegen", "language": "de"}
+{"server": "e", "name": "read", "language": "en"}
+{"server": "e", "name": "write"}
+`), "tools.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tools[0].Language != "de" || tools[1].Language != "" || tools[2].Language != "" {
+		t.Errorf("languages %q %q %q, want de, English, English", tools[0].Language, tools[1].Language, tools[2].Language)
+	}
+	_, err = ReadJSONL(strings.NewReader(`{"server": "b", "name": "x", "language": "klingon"}`), "tools.jsonl")
+	if err == nil || !strings.Contains(err.Error(), `tools.jsonl:1: "language" of "b__x": unknown language "klingon": use one of the codes`) {
+		t.Errorf("unknown language: %v", err)
+	}
+	plain := []Tool{{Server: "e", Name: "read", Description: "Read a file."}}
+	withDE := []Tool{{Server: "e", Name: "read", Description: "Read a file.", Language: "de"}}
+	// As the toolgate of before languages computed it: an index of it is
+	// up to date after the upgrade.
+	if got := Fingerprint(plain); got != "08d666008ad5ce0b90c4c65d0f21dfb34408ae22fe2b92e1a5a24fd28906f709" {
+		t.Errorf("fingerprint of a catalog without languages %s, not the one of before", got)
+	}
+	if Fingerprint(plain) == Fingerprint(withDE) {
+		t.Errorf("a tool's language does not change the catalog's fingerprint")
+	}
+}

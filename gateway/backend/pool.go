@@ -693,7 +693,8 @@ func (d Diff) Empty() bool {
 // inPlace are the fields of a server entry that Reconfigure applies to a
 // running backend without restarting it (the description is read from the
 // roster's entry by Describe).
-var inPlace = []string{"connectTimeout", "callTimeout", "keepAlive", "description"}
+// The gateway reads maxResultBytes from the config at each call.
+var inPlace = []string{"connectTimeout", "callTimeout", "keepAlive", "description", "maxResultBytes"}
 
 // Reconfigure makes the pool run servers (disabled ones are skipped): by
 // name, a server that is no longer listed is removed, a new one added, one

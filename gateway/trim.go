@@ -67,9 +67,15 @@ func trimResult(res *mcp.CallToolResult, limit int, id string, schema json.RawMe
 	if res == nil || limit <= 0 {
 		return res, t, false
 	}
-	total := textBytes(res)
-	if total <= limit {
+	if !overBound(res, limit) {
 		return res, t, false
+	}
+	raw := structuredJSON(res.StructuredContent)
+	total := len(raw)
+	for _, c := range res.Content {
+		if s, set := textOf(c); set != nil {
+			total += len(s)
+		}
 	}
 	tr := trimming{limit: limit, total: total}
 	room := limit
@@ -92,7 +98,7 @@ func trimResult(res *mcp.CallToolResult, limit int, id string, schema json.RawMe
 			tr.dropped++
 		}
 	}
-	if raw := structuredJSON(res.StructuredContent); len(raw) > 0 {
+	if len(raw) > 0 {
 		switch {
 		case len(raw) <= room:
 			room -= len(raw)
@@ -127,7 +133,7 @@ func (tr trimming) note(id string, narrowing []string) string {
 	}
 	switch {
 	case tr.scBytes > 0 && tr.scKept > 0:
-		parts = append(parts, fmt.Sprintf("structuredContent cut from %d to %d bytes of JSON (arrays and objects end early, long strings end in …)", tr.scBytes, tr.scKept))
+		parts = append(parts, fmt.Sprintf("structuredContent cut from %d to %d bytes of JSON (arrays end after a whole element, objects early, long strings in …)", tr.scBytes, tr.scKept))
 	case tr.scBytes > 0:
 		parts = append(parts, fmt.Sprintf("structuredContent (%d bytes of JSON) left out", tr.scBytes))
 	}
@@ -139,9 +145,12 @@ func (tr trimming) note(id string, narrowing []string) string {
 		tr.limit, tr.total-tr.kept, tr.total, strings.Join(parts, "; "), id, ask)
 }
 
-// textBytes is the bytes of text res holds: its text blocks, embedded
-// text resources and structuredContent's JSON (counted without a copy).
-func textBytes(res *mcp.CallToolResult) int {
+// overBound reports whether res holds more than limit bytes of text: its
+// text blocks, embedded text resources and structuredContent's JSON. Every
+// result passes here: a decoded structuredContent is encoded only to be
+// counted (as the audit record's resultBytes counts it), and only when
+// the content has not passed the bound already.
+func overBound(res *mcp.CallToolResult, limit int) bool {
 	n := 0
 	for _, c := range res.Content {
 		if s, set := textOf(c); set != nil {
@@ -153,12 +162,15 @@ func textBytes(res *mcp.CallToolResult) int {
 	case json.RawMessage:
 		n += len(bytes.TrimSpace(sc))
 	default:
+		if n > limit {
+			return true
+		}
 		var c byteCounter
 		if json.NewEncoder(&c).Encode(sc) == nil {
 			n += c.n - 1 // Encode's newline
 		}
 	}
-	return n
+	return n > limit
 }
 
 // textOf is c's text and a function that makes a copy of c with another
@@ -194,7 +206,7 @@ const lineSlack = 4096
 
 // How cutText cut a text, as the note says it.
 const (
-	cutAsJSON      = "as JSON: arrays and objects end early, long strings end in …"
+	cutAsJSON      = "as JSON: arrays end after a whole element, objects early, long strings in …"
 	cutAtLine      = "at a line end"
 	cutAtCharacter = "between two characters"
 )
@@ -220,10 +232,11 @@ func cutText(s string, n int) (kept, how string) {
 }
 
 // trimJSON reads one JSON value from r and writes as much of it as fits
-// in n bytes as valid JSON: an array keeps its first elements, an object
-// its first members (in the order written), a string that does not fit
-// is cut between two characters and ends in "…"; numbers keep their
-// digits. It reads no further than the value kept needs, so a value of
+// in n bytes as valid JSON: an array keeps its first whole elements (its
+// first cut short when not even it fits whole), an object its first
+// members (in the order written, the last of them cut short), a string
+// that does not fit is cut between two characters and ends in "…";
+// numbers keep their digits. It reads no further than the value kept needs, so a value of
 // megabytes costs the bytes kept. An error when r holds no JSON value (a
 // text that only starts like one) or one nested deeper than maxTrimDepth.
 func trimJSON(r io.Reader, n int) ([]byte, error) {
@@ -311,7 +324,10 @@ func (t *jsonTrimmer) members(object bool, limit, depth int) (whole bool, err er
 		if err != nil {
 			return false, err
 		}
-		if !wrote {
+		// An array keeps whole elements (rows an agent could take for
+		// complete), but for its first, whose part is all there is of it;
+		// an object keeps the member cut short (its "rows" after "meta").
+		if !wrote || !whole && !object && !first {
 			t.out.Truncate(mark)
 		}
 		if !whole {

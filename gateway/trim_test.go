@@ -158,11 +158,19 @@ func TestTrimmedJSONStillParses(t *testing.T) {
 			if tc.textOK {
 				var v struct {
 					Rows []struct {
-						ID json.Number `json:"id"`
+						ID   json.Number `json:"id"`
+						Note *string     `json:"note"`
 					} `json:"rows"`
 				}
 				if err := json.Unmarshal([]byte(first), &v); err != nil || len(v.Rows) == 0 || v.Rows[0].ID != "9007199254740993" || len(first) > 10_000 {
 					t.Errorf("the JSON text cut to %d bytes: %v, %d rows", len(first), err, len(v.Rows))
+				}
+				// Every row kept is whole: an agent takes a row for what it
+				// holds (one cut after its "name" read as a row without a note).
+				for i, r := range v.Rows {
+					if r.Note == nil {
+						t.Errorf("row %d of %d kept in part", i, len(v.Rows))
+					}
 				}
 			}
 			if got := res.StructuredContent != nil; got != tc.scKept {
@@ -237,5 +245,49 @@ func TestTrimJSON(t *testing.T) {
 	}
 	if _, err := trimJSON(strings.NewReader(strings.Repeat("[", maxTrimDepth+1)), 1<<20); err == nil {
 		t.Error("a value nested past maxTrimDepth was trimmed")
+	}
+}
+
+// TestTrimmedForOldClients: a result with structuredContent and no text
+// reaches a client before 2025-06-18 with its JSON as a text block
+// (forProtocol), and the bound applies to what that client gets: the JSON
+// text cut as JSON, still parsing, with the note after it.
+func TestTrimmedForOldClients(t *testing.T) {
+	var rows []any
+	for i := range 5000 {
+		rows = append(rows, map[string]any{"id": i, "name": fmt.Sprintf("row %d", i)})
+	}
+	res := &mcp.CallToolResult{StructuredContent: map[string]any{"rows": rows}}
+	log := &audittest.Log{}
+	fs := &fakeSearcher{tools: []catalog.Tool{bigTool}, search: func(search.Query) (search.Result, error) { return search.Result{}, nil }}
+	g := New(fs, &fakeCaller{call: func(string, string, map[string]any) (*mcp.CallToolResult, error) {
+		r := *res
+		return &r, nil
+	}}, &Options{Audit: log, MaxResultBytes: func(string) int { return 5000 }})
+	cs := connectClient(t, g, mcp.NewClient(&mcp.Implementation{Name: "old"}, nil), "2024-11-05")
+	got := execBig(t, cs)
+	if len(got.Content) != 2 {
+		t.Fatalf("%d blocks, want the JSON text and the note", len(got.Content))
+	}
+	js := got.Content[0].(*mcp.TextContent).Text
+	var v struct{ Rows []map[string]any }
+	if err := json.Unmarshal([]byte(js), &v); err != nil || len(js) > 5000 || len(v.Rows) < 100 {
+		t.Errorf("the JSON text of %d bytes: %v, %d rows", len(js), err, len(v.Rows))
+	}
+}
+
+// BenchmarkBoundOrdinaryResult is what the bound costs a call whose
+// result is within it (every ordinary one): a text and a decoded
+// structuredContent, as the bundled everything's get-structured-content
+// answers.
+//
+//	go test ./gateway -run '^$' -bench BoundOrdinaryResult -benchmem
+func BenchmarkBoundOrdinaryResult(b *testing.B) {
+	res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: `{"temperature":33,"conditions":"Cloudy","humidity":82}`}},
+		StructuredContent: map[string]any{"temperature": 33.0, "conditions": "Cloudy", "humidity": 82.0}}
+	for b.Loop() {
+		if _, _, ok := trimResult(res, DefaultMaxResultBytes, "everything__get-structured-content", nil); ok {
+			b.Fatal("trimmed")
+		}
 	}
 }

@@ -110,7 +110,7 @@ func trimResult(res *mcp.CallToolResult, limit int, id string, schema json.RawMe
 			if room < limit/10 {
 				break
 			}
-			if kept, err := trimJSON(bytes.NewReader(raw), room); err == nil && len(kept) > 0 {
+			if kept, _, err := trimJSON(bytes.NewReader(raw), room); err == nil && len(kept) > 0 {
 				o.StructuredContent = json.RawMessage(kept)
 				tr.scKept = len(kept)
 				room -= len(kept)
@@ -212,12 +212,14 @@ const (
 )
 
 // cutText is s cut to at most n bytes (n < len(s)), and how: as JSON
-// when s holds a JSON object or array (trimJSON), else at the last line
+// when s is a JSON object or array (trimJSON), else at the last line
 // end within lineSlack of n, else at n less the bytes of a UTF-8 sequence
 // it would split.
 func cutText(s string, n int) (kept, how string) {
 	if t := strings.TrimLeftFunc(s, unicode.IsSpace); t != "" && (t[0] == '{' || t[0] == '[') {
-		if j, err := trimJSON(strings.NewReader(t), n); err == nil && len(j) > 0 {
+		// A value that fits whole is not all of the text (JSON Lines, a
+		// JSON then prose): that is cut as text.
+		if j, whole, err := trimJSON(strings.NewReader(t), n); err == nil && len(j) > 0 && !whole {
 			return string(j), cutAsJSON
 		}
 	}
@@ -236,21 +238,22 @@ func cutText(s string, n int) (kept, how string) {
 // first cut short when not even it fits whole), an object its first
 // members (in the order written, the last of them cut short), a string
 // that does not fit is cut between two characters and ends in "…";
-// numbers keep their digits. It reads no further than the value kept needs, so a value of
-// megabytes costs the bytes kept. An error when r holds no JSON value (a
-// text that only starts like one) or one nested deeper than maxTrimDepth.
-func trimJSON(r io.Reader, n int) ([]byte, error) {
+// numbers keep their digits. whole says the value fit as it was. It
+// reads no further than the value kept needs, so a value of megabytes
+// costs the bytes kept. An error when r holds no JSON value (a text that
+// only starts like one) or one nested deeper than maxTrimDepth.
+func trimJSON(r io.Reader, n int) (out []byte, whole bool, err error) {
 	dec := json.NewDecoder(r)
 	dec.UseNumber()
 	t := &jsonTrimmer{dec: dec}
 	tok, err := dec.Token()
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	if _, _, err := t.value(tok, n, 0); err != nil {
-		return nil, err
+	if _, whole, err = t.value(tok, n, 0); err != nil {
+		return nil, false, err
 	}
-	return t.out.Bytes(), nil
+	return t.out.Bytes(), whole, nil
 }
 
 type jsonTrimmer struct {

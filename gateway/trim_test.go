@@ -228,7 +228,7 @@ func TestManyContentBlocksTrimmed(t *testing.T) {
 func TestTrimJSON(t *testing.T) {
 	in := `{"a":[1,2,{"b":"hé\"llo","c":[[],{}]},true,null],"d":"` + strings.Repeat("<&>", 50) + `","e":12345678901234567890}`
 	for n := 0; n <= len(in)+10; n++ {
-		out, err := trimJSON(strings.NewReader(in), n)
+		out, _, err := trimJSON(strings.NewReader(in), n)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -236,14 +236,20 @@ func TestTrimJSON(t *testing.T) {
 			t.Fatalf("bound %d: %s (%d bytes, valid %v)", n, out, len(out), json.Valid(out))
 		}
 	}
-	out, _ := trimJSON(strings.NewReader(in), 1000)
-	if string(out) != in {
+	out, whole, _ := trimJSON(strings.NewReader(in), 1000)
+	if string(out) != in || !whole {
 		t.Errorf("a value within the bound changed:\n got %s\nwant %s", out, in)
 	}
 	if kept, how := cutText("[1, 2, oops "+strings.Repeat("x", 100), 10); how != cutAtCharacter || kept != "[1, 2, oop" {
 		t.Errorf("a text that only starts like JSON was cut as JSON: %q", kept)
 	}
-	if _, err := trimJSON(strings.NewReader(strings.Repeat("[", maxTrimDepth+1)), 1<<20); err == nil {
+	// JSON Lines (a log of JSON records): each line a value, cut at a
+	// line end, not after the first value.
+	jsonl := strings.Repeat(`{"level":"info","msg":"served"}`+"\n", 100)
+	if kept, how := cutText(jsonl, 100); how != cutAtLine || kept != strings.Repeat(`{"level":"info","msg":"served"}`+"\n", 3) {
+		t.Errorf("JSON Lines cut %s: %q", how, kept)
+	}
+	if _, _, err := trimJSON(strings.NewReader(strings.Repeat("[", maxTrimDepth+1)), 1<<20); err == nil {
 		t.Error("a value nested past maxTrimDepth was trimmed")
 	}
 }

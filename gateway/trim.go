@@ -13,6 +13,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgate/toolgate/internal/plural"
 )
 
 // DefaultMaxResultBytes bounds the text of one execute_tool result
@@ -129,7 +131,11 @@ func (tr trimming) note(id string, narrowing []string) string {
 		parts = append(parts, fmt.Sprintf("a text of %d bytes cut after %d (%s)", tr.cutBlock, tr.cutAt, tr.cutHow))
 	}
 	if tr.dropped > 0 {
-		parts = append(parts, fmt.Sprintf("%d more text blocks left out", tr.dropped))
+		more := "more "
+		if tr.cutBlock == 0 {
+			more = ""
+		}
+		parts = append(parts, more+plural.Of(tr.dropped, "text block")+" left out")
 	}
 	switch {
 	case tr.scBytes > 0 && tr.scKept > 0:

@@ -217,7 +217,7 @@ func TestManyContentBlocksTrimmed(t *testing.T) {
 	if _, ok := res.Content[333].(*mcp.ImageContent); !ok {
 		t.Errorf("block 333 is %T, want the image", res.Content[333])
 	}
-	if note := res.Content[334].(*mcp.TextContent).Text; !strings.Contains(note, "167 more text blocks left out") || strings.Contains(note, "cut after") {
+	if note := res.Content[334].(*mcp.TextContent).Text; !strings.Contains(note, "167 text blocks left out") || strings.Contains(note, "cut after") {
 		t.Errorf("note %q", note)
 	}
 }

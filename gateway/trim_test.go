@@ -297,3 +297,39 @@ func BenchmarkBoundOrdinaryResult(b *testing.B) {
 		}
 	}
 }
+
+// FuzzTrimJSON: whatever JSON a backend sends and whatever the bound,
+// what trimJSON keeps is valid JSON within the bound, and the value itself
+// when it fits.
+func FuzzTrimJSON(f *testing.F) {
+	for _, s := range []string{`{"a":[1,2,{"b":"hé\"llo"}],"c":null}`, `["` + strings.Repeat("☃", 40) + `"]`, `[[[[]]]]`, `{"":{"":""}}`, `12345678901234567890`} {
+		f.Add(s, 20)
+	}
+	f.Fuzz(func(t *testing.T, in string, n int) {
+		if !json.Valid([]byte(in)) || n < 0 || n > 1<<16 {
+			return
+		}
+		out, whole, err := trimJSON(strings.NewReader(in), n)
+		if err != nil {
+			return // nested past maxTrimDepth
+		}
+		if len(out) > n || len(out) > 0 && !json.Valid(out) || !utf8.Valid(out) {
+			t.Fatalf("bound %d: %q (valid %v)", n, out, json.Valid(out))
+		}
+		if whole && !jsonEqual(t, out, []byte(in)) {
+			t.Fatalf("kept whole but changed: %s → %s", in, out)
+		}
+	})
+}
+
+func jsonEqual(t *testing.T, a, b []byte) bool {
+	t.Helper()
+	var x, y any
+	da, db := json.NewDecoder(strings.NewReader(string(a))), json.NewDecoder(strings.NewReader(string(b)))
+	da.UseNumber()
+	db.UseNumber()
+	if da.Decode(&x) != nil || db.Decode(&y) != nil {
+		return false
+	}
+	return fmt.Sprint(x) == fmt.Sprint(y)
+}

@@ -33,6 +33,9 @@ type callNote struct {
 	// (audit.Note: a management tool's server): the record's server, and
 	// its reason when it has none.
 	server, what string
+	// trimmed is the bytes of text execute_tool left out of the result
+	// (its bound, Options.MaxResultBytes), 0 when it went whole.
+	trimmed int
 }
 
 // Note is audit.Noter's: the management tools say through it what they act on.
@@ -79,6 +82,7 @@ func (g *Gateway) audited(action string, h mcp.ToolHandler) mcp.ToolHandler {
 			Reason:          n.reason,
 			DurationMs:      float64(time.Since(start).Microseconds()) / 1000,
 			ResultBytes:     resultBytes(res),
+			TrimmedBytes:    n.trimmed,
 			ArgumentsSHA256: audit.HashArguments(args),
 		}
 		if r.Decision == "" {

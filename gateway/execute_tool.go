@@ -170,7 +170,32 @@ func (g *Gateway) handleExecute(ctx context.Context, req *mcp.CallToolRequest) (
 	if res != nil && (res.NeedsInput() || res.InputRequests != nil) {
 		return g.inputRequired(ctx, req, a.Name, tool.Server, res), nil
 	}
-	return forProtocol(req, res), nil
+	return g.bounded(ctx, tool, a.Name, forProtocol(req, res)), nil
+}
+
+// bounded is res with its text trimmed to the bound of tool's server
+// (Options.MaxResultBytes), as the client would take it (after
+// forProtocol: a JSON mirror added for an older client counts too); a
+// trimmed result is logged, told to Options.Trimmed and noted for its
+// audit record.
+func (g *Gateway) bounded(ctx context.Context, tool catalog.Tool, id string, res *mcp.CallToolResult) *mcp.CallToolResult {
+	limit := DefaultMaxResultBytes
+	if g.opts.MaxResultBytes != nil {
+		if n := g.opts.MaxResultBytes(tool.Server); n > 0 {
+			limit = n
+		}
+	}
+	out, t, ok := trimResult(res, limit, id, tool.InputSchema)
+	if !ok {
+		return res
+	}
+	t.Server, t.Tool = tool.Server, tool.Name
+	noteOf(ctx).trimmed = t.Cut
+	g.log.Info("result trimmed to maxResultBytes", "tool", id, "server", tool.Server, "bytes", t.Bytes, "cut", t.Cut, "limit", t.Limit)
+	if g.opts.Trimmed != nil {
+		g.opts.Trimmed(t)
+	}
+	return out
 }
 
 // MaxToolWait bounds how long execute_tool waits, for a name its catalog

@@ -183,6 +183,16 @@ type Options struct {
 	// Audit, if set, gets a record of every search_tools and execute_tool
 	// call and every refused HTTP request.
 	Audit AuditLog
+	// MaxResultBytes, if set, gives the bound on the text of an
+	// execute_tool result of a server's tools (the config's
+	// maxResultBytes, the server's own or the toolgate section's), read at
+	// each call; 0 or nil = DefaultMaxResultBytes. A result over it is
+	// trimmed, with a note that says what was left out (trimResult).
+	MaxResultBytes func(server string) int
+	// Trimmed, if set, is told of each result execute_tool trimmed (the
+	// metrics count them). It runs on the call's goroutine: it must be
+	// quick.
+	Trimmed func(Trimmed)
 	// AuditArguments, if set, gives the arguments an audit record keeps
 	// (audit.arguments "masked": the values with secrets masked); nil =
 	// only their SHA-256.

@@ -298,6 +298,9 @@ func formatRecord(r audit.Record) string {
 	if r.Action != "http" && r.Action != audit.ConfigReload && r.Transport != "cli" {
 		parts = append(parts, fmt.Sprintf("%.0fms %dB", r.DurationMs, r.ResultBytes))
 	}
+	if r.TrimmedBytes > 0 {
+		parts = append(parts, fmt.Sprintf("trimmed=%dB", r.TrimmedBytes))
+	}
 	if r.Profile != "" {
 		parts = append(parts, "profile="+safeText(r.Profile))
 	}

@@ -57,6 +57,19 @@ func TestFormatRecordRoute(t *testing.T) {
 	}
 }
 
+// TestFormatRecordTrimmed: `audit tail` says how much of a result over
+// maxResultBytes was left out (it printed only what the client got).
+func TestFormatRecordTrimmed(t *testing.T) {
+	r := audit.Record{Time: time.Unix(0, 0), Action: "execute_tool", Tool: "filesystem__read_text_file", Decision: "allowed", Outcome: "ok", DurationMs: 670, ResultBytes: 100376, TrimmedBytes: 10050024}
+	if line := formatRecord(r); !strings.Contains(line, "  670ms 100376B  trimmed=10050024B") {
+		t.Errorf("%q lacks trimmed=10050024B after the result's size", line)
+	}
+	r.TrimmedBytes = 0
+	if line := formatRecord(r); strings.Contains(line, "trimmed") {
+		t.Errorf("%q says trimmed of a result that went whole", line)
+	}
+}
+
 // TestAuditTailFilters: --since, --until, --decision and --outcome narrow
 // `audit tail` to what an operator looks into ("what was refused in the
 // last hour"), add up with each other, and print every record of a span

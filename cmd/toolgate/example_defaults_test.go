@@ -64,6 +64,7 @@ func TestExampleReadmeShowsTheDefaults(t *testing.T) {
 		"callTimeout":                 backend.DefaultCallTimeout,
 		"keepAlive":                   backend.DefaultKeepAlive,
 		"maxConcurrentConnects":       backend.DefaultMaxConcurrentConnects,
+		"maxResultBytes":              gateway.DefaultMaxResultBytes,
 		"restart.delays":              durs(backend.DefaultRestartDelays...),
 		"restart.stableAfter":         backend.DefaultStableAfter,
 		"search.mode":                 string(search.ModeHybrid),

@@ -104,6 +104,10 @@ func (fr *front) serve(ctx context.Context) error {
 		ObserveRefused: func(c gateway.Caller) gateway.Caller { return recent.Caller(met.Caller(c)) },
 		Audit:          fr.sec.audit,
 		AuditArguments: fr.sec.auditArguments,
+		// The config as last reloaded: a changed bound applies at the
+		// next call.
+		MaxResultBytes: func(server string) int { return fr.lv.Config().MaxResultBytes(server) },
+		Trimmed:        met.Trimmed,
 	})
 	// search_tools' description names the servers behind the gateway, and
 	// its limits are toolgate.search's as last reloaded. The calls of

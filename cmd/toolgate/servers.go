@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/toolgate/toolgate/gateway"
 	"github.com/toolgate/toolgate/gateway/backend"
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/gateway/live"
@@ -105,6 +107,10 @@ type serverInfo struct {
 	// KeepAlive is how often a remote server's session is pinged while up
 	// (absent for a stdio server).
 	KeepAlive string `json:"keepAlive,omitempty"`
+	// MaxResultBytes bounds the text of an execute_tool result of its
+	// tools (its own, else the toolgate section's, else the gateway's
+	// default).
+	MaxResultBytes int `json:"maxResultBytes"`
 }
 
 type serversReport struct {
@@ -317,6 +323,7 @@ func describe(s config.Server) serverInfo {
 		ConnectTimeout: connect.String(),
 		CallTimeout:    call.String(),
 		KeepAlive:      keepAlive,
+		MaxResultBytes: cmp.Or(s.MaxResultBytes, gateway.DefaultMaxResultBytes),
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolgate/toolgate/gateway"
 	"github.com/toolgate/toolgate/gateway/audit"
 	"github.com/toolgate/toolgate/gateway/backend/backendtest"
 	"github.com/toolgate/toolgate/gateway/config"
@@ -587,5 +588,36 @@ func TestServersJSONKeepAlive(t *testing.T) {
 	want := map[string]string{"local": " 55s", "a": "1m0s 55s", "b": "15s 55s"}
 	if !maps.Equal(got, want) {
 		t.Errorf("keepAlive and callTimeout by server: %v, want %v", got, want)
+	}
+}
+
+// `servers --json` gives each server's maxResultBytes: its own, else the
+// toolgate section's, else the gateway's default.
+func TestServersJSONMaxResultBytes(t *testing.T) {
+	for _, tc := range []struct{ section, want string }{
+		{``, fmt.Sprintf("a=%d b=500000", gateway.DefaultMaxResultBytes)},
+		{`, "toolgate": {"maxResultBytes": 20000}`, "a=20000 b=500000"},
+	} {
+		cfg := writeConfig(t, `{"mcpServers": {"a": {"command": "sh"}, "b": {"command": "sh", "maxResultBytes": 500000}}`+tc.section+`}`)
+		var out bytes.Buffer
+		if err := runServers(&out, &globals{dataDir: t.TempDir()}, []string{cfg}, true); err != nil {
+			t.Fatal(err)
+		}
+		var rep struct {
+			Servers []struct {
+				Name           string
+				MaxResultBytes int
+			}
+		}
+		if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+			t.Fatalf("%v:\n%s", err, out.String())
+		}
+		var got []string
+		for _, s := range rep.Servers {
+			got = append(got, fmt.Sprintf("%s=%d", s.Name, s.MaxResultBytes))
+		}
+		if slices.Sort(got); strings.Join(got, " ") != tc.want {
+			t.Errorf("toolgate section %q: maxResultBytes by server %v, want %s", tc.section, got, tc.want)
+		}
 	}
 }

@@ -103,6 +103,10 @@ type Record struct {
 	DurationMs float64 `json:"durationMs"`
 	// ResultBytes is the size of the result returned to the client.
 	ResultBytes int `json:"resultBytes"`
+	// TrimmedBytes is the bytes of text execute_tool left out of the
+	// result, which was over its bound (maxResultBytes); absent when it
+	// went whole. ResultBytes is then what the client got.
+	TrimmedBytes int `json:"trimmedBytes,omitempty"`
 	// ArgumentsSHA256 is the hex SHA-256 of the arguments as canonical
 	// JSON (keys sorted): equal arguments give equal hashes.
 	ArgumentsSHA256 string `json:"argumentsSha256,omitempty"`

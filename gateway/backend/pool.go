@@ -711,8 +711,9 @@ func (d Diff) Empty() bool {
 
 // inPlace are the fields of a server entry that Reconfigure applies to a
 // running backend without restarting it (the description is read from the
-// roster's entry by Describe, the language by the index's build).
-var inPlace = []string{"connectTimeout", "callTimeout", "keepAlive", "description", "language"}
+// roster's entry by Describe, the language by the index's build). The
+// gateway reads maxResultBytes from the config at each call.
+var inPlace = []string{"connectTimeout", "callTimeout", "keepAlive", "description", "language", "maxResultBytes"}
 
 // Reconfigure makes the pool run servers (disabled ones are skipped): by
 // name, a server that is no longer listed is removed, a new one added, one

@@ -34,6 +34,7 @@ func (s Server) Changes(o Server) []string {
 	diff("connectTimeout", s.ConnectTimeout == o.ConnectTimeout)
 	diff("callTimeout", s.CallTimeout == o.CallTimeout)
 	diff("keepAlive", s.KeepAlive == o.KeepAlive)
+	diff("maxResultBytes", s.MaxResultBytes == o.MaxResultBytes)
 	diff("lazy", s.Lazy == o.Lazy)
 	diff("idleTimeout", s.IdleTimeout == o.IdleTimeout)
 	diff("restart", sameRestart(s.Restart, o.Restart))

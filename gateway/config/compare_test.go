@@ -77,6 +77,8 @@ func TestServerChangesCoversEveryField(t *testing.T) {
 				v.SetString("x")
 			case reflect.Bool:
 				v.SetBool(true)
+			case reflect.Int:
+				v.SetInt(1)
 			case reflect.Slice:
 				v.Set(reflect.MakeSlice(v.Type(), 1, 1))
 			case reflect.Map:

@@ -143,6 +143,10 @@ type Server struct {
 	// up, so that a network that drops it without a word is seen (0 = the
 	// toolgate section's value).
 	KeepAlive Duration `json:"keepAlive,omitzero"`
+	// MaxResultBytes bounds the text of an execute_tool result of the
+	// server's tools (0 = the toolgate section's value); applied without
+	// a restart.
+	MaxResultBytes int `json:"maxResultBytes,omitzero"`
 
 	// Lazy defers starting the server to the first execute_tool on one of
 	// its tools (search uses the persisted catalog).
@@ -365,6 +369,11 @@ type Settings struct {
 	CallTimeout           Duration `json:"callTimeout,omitzero"`           // 0 = backend.DefaultCallTimeout
 	KeepAlive             Duration `json:"keepAlive,omitzero"`             // 0 = backend.DefaultKeepAlive
 	MaxConcurrentConnects int      `json:"maxConcurrentConnects,omitzero"` // 0 = backend.DefaultMaxConcurrentConnects
+	// MaxResultBytes bounds the text of each execute_tool result handed
+	// to the client: its text blocks, embedded text resources and
+	// structuredContent's JSON; over it the result is trimmed, with a
+	// note (0 = gateway.DefaultMaxResultBytes). A server's own overrides it.
+	MaxResultBytes int `json:"maxResultBytes,omitzero"`
 	// Restart is the restart policy of every server without its own
 	// (unset = backend.DefaultRestartDelays and DefaultStableAfter).
 	Restart Restart `json:"restart,omitzero"`
@@ -629,6 +638,9 @@ func (f *File) All() []Server {
 		if s.KeepAlive.Duration == 0 {
 			s.KeepAlive = f.Toolgate.KeepAlive
 		}
+		if s.MaxResultBytes == 0 {
+			s.MaxResultBytes = f.Toolgate.MaxResultBytes
+		}
 		if s.Restart != nil {
 			r := *s.Restart
 			if r.Delays == nil {
@@ -643,4 +655,19 @@ func (f *File) All() []Server {
 	}
 	slices.SortFunc(out, func(a, b Server) int { return strings.Compare(a.Name, b.Name) })
 	return out
+}
+
+// MaxResultBytes is the bound on the text of an execute_tool result of
+// server's tools: the server's own maxResultBytes, else the toolgate
+// section's (the built-in management tools' too); 0 when neither sets one
+// (gateway.DefaultMaxResultBytes applies). Read at each call, it needs no
+// sorted list of servers.
+func (f *File) MaxResultBytes(server string) int {
+	if f == nil {
+		return 0
+	}
+	if s, ok := f.MCPServers[server]; ok && s.MaxResultBytes > 0 {
+		return s.MaxResultBytes
+	}
+	return f.Toolgate.MaxResultBytes
 }

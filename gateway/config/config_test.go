@@ -84,6 +84,16 @@ func TestParseGood(t *testing.T) {
 			settings: func(s *Settings) { s.KeepAlive = sec(60) },
 		},
 		{
+			name: "the section's maxResultBytes for servers without their own",
+			in: `{"mcpServers": {"a": {"command": "x"}, "b": {"command": "x", "maxResultBytes": 1000000}},
+				"toolgate": {"maxResultBytes": 20000}}`,
+			servers: []Server{
+				{Name: "a", Type: TypeStdio, Command: "x", MaxResultBytes: 20000},
+				{Name: "b", Type: TypeStdio, Command: "x", MaxResultBytes: 1000000},
+			},
+			settings: func(s *Settings) { s.MaxResultBytes = 20000 },
+		},
+		{
 			name: "expansion everywhere Claude Code expands",
 			in: `{"mcpServers": {"s": {"command": "${BIN}", "args": ["--db", "${DB:-/tmp/db}", "$HOME", "${EMPTY:-dflt}", "${EMPTY}"],
 				"env": {"TOKEN": "${TOKEN}", "PORT": 8080, "DEBUG": true}, "cwd": "${TOOLGATE_CONFIG_DIR}/w"}}}`,
@@ -571,6 +581,14 @@ func TestParseBad(t *testing.T) {
 			{`mcpServers["c"].keepAlive`, `"often" is not a duration`},
 			{`toolgate.keepAlive`, `-5s is negative: use a positive duration like "30s"`},
 		}},
+		{"maxResultBytes", `{"mcpServers": {
+			"a": {"command": "x", "maxResultBytes": -1},
+			"b": {"command": "x", "maxResultBytes": "100KB"}},
+			"toolgate": {"maxResultBytes": 2000000000}}`, nil, []want{
+			{`mcpServers["a"].maxResultBytes`, `-1 is out of range: use 1 to 1073741824 bytes of text (or leave it out for the toolgate section's value)`},
+			{`mcpServers["b"].maxResultBytes`, `got "100KB", want a whole number`},
+			{`toolgate.maxResultBytes`, `2000000000 is out of range: use 1 to 1073741824 bytes of text (or leave it out for the default)`},
+		}},
 		{"restart ranges (decoded fine)", `{"mcpServers": {"a": {"command": "x", "restart": {"delays": ["-2s", "2h"], "stableAfter": "48h"}}},
 			"toolgate": {"restart": {"delays": [-1], "stableAfter": -5}}}`, nil, []want{
 			{`mcpServers["a"].restart.delays[0]`, "-2s is out of range: use 0s to 1h0m0s"},
@@ -1020,5 +1038,24 @@ func TestCheckRedirectURI(t *testing.T) {
 		if c.want == "" && got != "" || c.want != "" && !strings.Contains(got, c.want) {
 			t.Errorf("CheckRedirectURI(%q) = %q, want %q", c.uri, got, c.want)
 		}
+	}
+}
+
+// TestMaxResultBytesPerServer: the bound of a server's results is its own
+// maxResultBytes, else the toolgate section's (for the built-in
+// management tools too), else 0 (the gateway's default).
+func TestMaxResultBytesPerServer(t *testing.T) {
+	f, err := Parse([]byte(`{"mcpServers": {"a": {"command": "x"}, "b": {"command": "x", "maxResultBytes": 500000}}, "toolgate": {"maxResultBytes": 20000}}`), "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for server, want := range map[string]int{"a": 20000, "b": 500000, BuiltinServer: 20000} {
+		if got := f.MaxResultBytes(server); got != want {
+			t.Errorf("MaxResultBytes(%q) = %d, want %d", server, got, want)
+		}
+	}
+	f, _ = Parse([]byte(`{"mcpServers": {"a": {"command": "x"}}}`), "", nil)
+	if got := f.MaxResultBytes("a"); got != 0 {
+		t.Errorf("MaxResultBytes with none set = %d, want 0 (the gateway's default)", got)
 	}
 }

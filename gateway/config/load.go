@@ -521,7 +521,7 @@ func (p *parser) servers(top map[string]json.RawMessage, f *File) {
 
 // serverKeys are the keys of a server entry that toolgate reads. Other keys
 // belong to other applications and are ignored.
-var serverKeys = []string{"type", "command", "args", "env", "cwd", "url", "headers", "oauth", "tls", "disabled", "connectTimeout", "callTimeout", "keepAlive", "lazy", "idleTimeout", "restart", "description", "language"}
+var serverKeys = []string{"type", "command", "args", "env", "cwd", "url", "headers", "oauth", "tls", "disabled", "connectTimeout", "callTimeout", "keepAlive", "maxResultBytes", "lazy", "idleTimeout", "restart", "description", "language"}
 
 // foreignKeys are other MCP clients' names for keys of a server entry,
 // which a config copied by hand brings (toolgate import renames them).
@@ -583,6 +583,7 @@ func (p *parser) server(name string, raw json.RawMessage) (Server, bool) {
 	s.ConnectTimeout = d.duration("connectTimeout")
 	s.CallTimeout = d.duration("callTimeout")
 	s.KeepAlive = d.duration("keepAlive")
+	s.MaxResultBytes = int(d.int("maxResultBytes"))
 	s.Lazy = d.bool("lazy")
 	s.IdleTimeout = d.duration("idleTimeout")
 	s.Restart = d.restart("restart")

@@ -14,7 +14,7 @@ import (
 
 // The keys of the toolgate section, per level. Unknown keys are errors.
 var (
-	settingsKeys  = []string{"connectTimeout", "callTimeout", "keepAlive", "maxConcurrentConnects", "restart", "search", "learn", "embed", "http", "telemetry", "dataDir", "profiles", "management", "keysFile", "security", "audit", "limits"}
+	settingsKeys  = []string{"connectTimeout", "callTimeout", "keepAlive", "maxResultBytes", "maxConcurrentConnects", "restart", "search", "learn", "embed", "http", "telemetry", "dataDir", "profiles", "management", "keysFile", "security", "audit", "limits"}
 	searchKeys    = []string{"mode", "keywordWeight", "vectorWeight", "defaultLimit", "maxLimit", "minConfidence", "stepWeight"}
 	learnKeys     = []string{"enabled", "fromKeys"}
 	embedKeys     = []string{"variant", "modelDir", "ortLib", "threads", "keepUnused"}
@@ -49,6 +49,7 @@ const (
 	minKeepUnused         = 24 * time.Hour    // embed.keepUnused: embed.SweepEvery
 	maxKeepUnused         = 87600 * time.Hour // 10 years
 	maxBodyBytesLimit     = 1 << 30
+	maxResultBytesLimit   = 1 << 30
 	maxRestartDelays      = 100            // entries of restart.delays
 	maxRestartDelay       = time.Hour      // one restart delay
 	maxStableAfter        = 24 * time.Hour // restart.stableAfter
@@ -104,6 +105,7 @@ func (p *parser) settings(raw json.RawMessage, s *Settings) {
 	s.ConnectTimeout = d.duration("connectTimeout")
 	s.CallTimeout = d.duration("callTimeout")
 	s.KeepAlive = d.duration("keepAlive")
+	s.MaxResultBytes = int(d.int("maxResultBytes"))
 	s.MaxConcurrentConnects = int(d.int("maxConcurrentConnects"))
 	if r := d.restart("restart"); r != nil {
 		s.Restart = *r
@@ -282,6 +284,9 @@ func (s *Settings) validate() []*FieldError {
 	for _, p := range checkRestart(s.Restart) {
 		bad("restart."+p[0], "%s", p[1])
 	}
+	if msg := checkResultBytes(s.MaxResultBytes); msg != "" {
+		bad("maxResultBytes", "%s (or leave it out for the default)", msg)
+	}
 	if n := s.MaxConcurrentConnects; n < 0 || n > maxConcurrentConnects {
 		bad("maxConcurrentConnects", "%d is out of range: use 1 to %d (or leave it out for the default)", n, maxConcurrentConnects)
 	}
@@ -410,4 +415,13 @@ func (s *Settings) validateSecurity() []*FieldError {
 		bad("limits.refusedBurst", "%d is out of range: use 1 to %d (or leave it out for the default)", n, maxBurst)
 	}
 	return errs
+}
+
+// checkResultBytes says what is wrong with n as a maxResultBytes ("" when
+// it is fine; 0 is the default).
+func checkResultBytes(n int) string {
+	if n < 0 || n > maxResultBytesLimit {
+		return fmt.Sprintf("%d is out of range: use 1 to %d bytes of text", n, maxResultBytesLimit)
+	}
+	return ""
 }

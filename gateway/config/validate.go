@@ -378,6 +378,9 @@ func validateServer(name string, s Server, skip map[string]bool) []*FieldError {
 	if d := s.KeepAlive.Duration; d < 0 {
 		bad("keepAlive", "%s is negative: use a positive duration like \"30s\" (or leave it out for the toolgate section's value)", d)
 	}
+	if msg := checkResultBytes(s.MaxResultBytes); msg != "" {
+		bad("maxResultBytes", "%s (or leave it out for the toolgate section's value)", msg)
+	}
 	switch d := s.IdleTimeout.Duration; {
 	case d < 0 || d > maxIdleTimeout:
 		bad("idleTimeout", "%s is out of range: use a duration up to %s like \"10m\", or 0 to keep the server running", d, maxIdleTimeout)

@@ -370,6 +370,7 @@ func settingsTable(old, cur config.Settings, hot []string) []setting {
 		{"toolgate.connectTimeout", old.ConnectTimeout, cur.ConnectTimeout, true},
 		{"toolgate.callTimeout", old.CallTimeout, cur.CallTimeout, true},
 		{"toolgate.keepAlive", old.KeepAlive, cur.KeepAlive, true},
+		{"toolgate.maxResultBytes", old.MaxResultBytes, cur.MaxResultBytes, true},
 		{"toolgate.maxConcurrentConnects", old.MaxConcurrentConnects, cur.MaxConcurrentConnects, false},
 		{"toolgate.restart", old.Restart, cur.Restart, false},
 		{"toolgate.search", old.Search, cur.Search, slices.Contains(hot, "toolgate.search")},

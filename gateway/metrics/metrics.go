@@ -93,6 +93,8 @@ type Metrics struct {
 	searchNoMatch  prometheus.Counter
 	calls          *prometheus.CounterVec
 	callDuration   *prometheus.HistogramVec
+	trimmed        *prometheus.CounterVec
+	trimmedBytes   *prometheus.CounterVec
 	httpRequests   *prometheus.CounterVec
 }
 
@@ -130,11 +132,19 @@ func New(opts *Options) *Metrics {
 		Help:    "Time from dispatch to a backend's answer (or the error), by server.",
 		Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120},
 	}, []string{"server"})
+	m.trimmed = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "toolgate_tool_results_trimmed_total",
+		Help: "execute_tool results over maxResultBytes, trimmed before they reached the client, by server and tool.",
+	}, []string{"server", "tool"})
+	m.trimmedBytes = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "toolgate_tool_result_trimmed_bytes_total",
+		Help: "Bytes of text left out of execute_tool results over maxResultBytes, by server.",
+	}, []string{"server"})
 	m.httpRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "toolgate_http_requests_total",
 		Help: "HTTP requests, by route and status code (refused ones included).",
 	}, []string{"route", "code"})
-	m.reg.MustRegister(m.searchDuration, m.searchResults, m.searchNoMatch, m.calls, m.callDuration, m.httpRequests,
+	m.reg.MustRegister(m.searchDuration, m.searchResults, m.searchNoMatch, m.calls, m.callDuration, m.trimmed, m.trimmedBytes, m.httpRequests,
 		newStateCollector(m.opts),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -168,6 +178,13 @@ func (m *Metrics) observeCall(c gateway.Call) {
 		// would pull the server's latency quantiles down.
 		m.callDuration.WithLabelValues(sl).Observe(c.Duration.Seconds())
 	}
+}
+
+// Trimmed counts a result execute_tool trimmed (gateway.Options.Trimmed).
+func (m *Metrics) Trimmed(t gateway.Trimmed) {
+	sl, tl := m.labels(t.Server, t.Tool)
+	m.trimmed.WithLabelValues(sl, tl).Inc()
+	m.trimmedBytes.WithLabelValues(sl).Add(float64(t.Cut))
 }
 
 // Forget deletes the series of calls the gateway no longer serves: those
@@ -205,7 +222,7 @@ func (m *Metrics) Forget() {
 		}
 	}
 	var gone []prometheus.Labels
-	for _, l := range labelsOf(m.calls, m.callDuration) {
+	for _, l := range labelsOf(m.calls, m.callDuration, m.trimmed, m.trimmedBytes) {
 		switch {
 		case !kept[l["server"]]:
 			gone = append(gone, prometheus.Labels{"server": l["server"]})
@@ -219,8 +236,10 @@ func (m *Metrics) Forget() {
 	}
 	for _, l := range gone {
 		m.calls.DeletePartialMatch(l) // every outcome
+		m.trimmed.DeletePartialMatch(l)
 		if _, byTool := l["tool"]; !byTool {
 			m.callDuration.DeletePartialMatch(l)
+			m.trimmedBytes.DeletePartialMatch(l)
 		}
 	}
 }

@@ -744,3 +744,25 @@ func TestSearchDurationBuckets(t *testing.T) {
 		}
 	}
 }
+
+// TestTrimmedResultsCounted: each result execute_tool trims
+// (gateway.Options.Trimmed) counts, by server and tool, with the bytes
+// left out by server; a tool outside the catalog counts as unknown.
+func TestTrimmedResultsCounted(t *testing.T) {
+	m := newTest()
+	m.Trimmed(gateway.Trimmed{Server: "memory", Tool: "read_graph", Limit: 100_000, Bytes: 5_000_000, Cut: 4_900_000})
+	m.Trimmed(gateway.Trimmed{Server: "memory", Tool: "read_graph", Limit: 100_000, Bytes: 200_000, Cut: 100_000})
+	m.Trimmed(gateway.Trimmed{Server: "memory", Tool: "made_up", Limit: 100_000, Bytes: 100_001, Cut: 1})
+	want := `
+# HELP toolgate_tool_result_trimmed_bytes_total Bytes of text left out of execute_tool results over maxResultBytes, by server.
+# TYPE toolgate_tool_result_trimmed_bytes_total counter
+toolgate_tool_result_trimmed_bytes_total{server="memory"} 5.000001e+06
+# HELP toolgate_tool_results_trimmed_total execute_tool results over maxResultBytes, trimmed before they reached the client, by server and tool.
+# TYPE toolgate_tool_results_trimmed_total counter
+toolgate_tool_results_trimmed_total{server="memory",tool="read_graph"} 2
+toolgate_tool_results_trimmed_total{server="memory",tool="unknown"} 1
+`
+	if err := testutil.GatherAndCompare(m.reg, strings.NewReader(want), "toolgate_tool_results_trimmed_total", "toolgate_tool_result_trimmed_bytes_total"); err != nil {
+		t.Error(err)
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 
+	"github.com/toolgate/toolgate/gateway"
 	"github.com/toolgate/toolgate/search"
 )
 
@@ -50,6 +51,7 @@ func TestREADMETable(t *testing.T) {
 	ctx := context.Background()
 	_, _ = m.Searcher(&fakeCatalog{tools}).Search(ctx, search.Query{Text: "x"})
 	_, _ = m.Caller(callerFunc(func(string, string) (*mcp.CallToolResult, error) { return &mcp.CallToolResult{}, nil })).CallTool(ctx, "memory", "read_graph", nil)
+	m.Trimmed(gateway.Trimmed{Server: "memory", Tool: "read_graph", Cut: 1})
 	m.HTTP(http.NotFoundHandler(), func(*http.Request) string { return "" }).ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/", nil))
 	mfs, err := m.reg.Gather()
 	if err != nil {

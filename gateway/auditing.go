@@ -33,6 +33,10 @@ type callNote struct {
 	// (audit.Note: a management tool's server): the record's server, and
 	// its reason when it has none.
 	server, what string
+	// output is what is wrong with the result against its tool's output
+	// schema ("" when it fits or the tool declares none): the record's
+	// outputMismatch.
+	output string
 }
 
 // Note is audit.Noter's: the management tools say through it what they act on.
@@ -80,6 +84,7 @@ func (g *Gateway) audited(action string, h mcp.ToolHandler) mcp.ToolHandler {
 			DurationMs:      float64(time.Since(start).Microseconds()) / 1000,
 			ResultBytes:     resultBytes(res),
 			ArgumentsSHA256: audit.HashArguments(args),
+			OutputMismatch:  n.output,
 		}
 		if r.Decision == "" {
 			r.Decision = audit.Allowed

@@ -104,6 +104,7 @@ func (fr *front) serve(ctx context.Context) error {
 		ObserveRefused: func(c gateway.Caller) gateway.Caller { return recent.Caller(met.Caller(c)) },
 		Audit:          fr.sec.audit,
 		AuditArguments: fr.sec.auditArguments,
+		OutputMismatch: met.OutputMismatch,
 	})
 	// search_tools' description names the servers behind the gateway, and
 	// its limits are toolgate.search's as last reloaded. The calls of

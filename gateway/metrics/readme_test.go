@@ -50,6 +50,7 @@ func TestREADMETable(t *testing.T) {
 	ctx := context.Background()
 	_, _ = m.Searcher(&fakeCatalog{tools}).Search(ctx, search.Query{Text: "x"})
 	_, _ = m.Caller(callerFunc(func(string, string) (*mcp.CallToolResult, error) { return &mcp.CallToolResult{}, nil })).CallTool(ctx, "memory", "read_graph", nil)
+	m.OutputMismatch("memory", "read_graph")
 	m.HTTP(http.NotFoundHandler(), func(*http.Request) string { return "" }).ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/", nil))
 	mfs, err := m.reg.Gather()
 	if err != nil {

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -114,5 +115,39 @@ func TestOutputProblemBounded(t *testing.T) {
 	p := g.outputProblem("filesystem__list_directory", tool, &mcp.CallToolResult{StructuredContent: map[string]any{"content": long}})
 	if p == "" || len([]rune(p)) > maxOutputProblem || strings.Contains(p, "\n") {
 		t.Errorf("problem of %d characters (want 1 to %d, one line): %q", len([]rune(p)), maxOutputProblem, p)
+	}
+}
+
+// BenchmarkOutputProblem is what the check adds to a call of a tool that
+// declares an output schema: a read_graph-like schema and a result of 20
+// entities (about 2 KB of structuredContent, kept as sent).
+//
+//	go test ./gateway -run '^$' -bench OutputProblem -count 5
+func BenchmarkOutputProblem(b *testing.B) {
+	tool := testCatalog[1]
+	tool.OutputSchema = json.RawMessage(`{"type":"object","properties":{"entities":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"entityType":{"type":"string"},"observations":{"type":"array","items":{"type":"string"}}},"required":["name","entityType","observations"]}},"relations":{"type":"array","items":{"type":"object","properties":{"from":{"type":"string"},"to":{"type":"string"},"relationType":{"type":"string"}},"required":["from","to","relationType"]}}},"required":["entities","relations"]}`)
+	var ents []string
+	for i := range 20 {
+		ents = append(ents, fmt.Sprintf(`{"name":"entity %d","entityType":"person","observations":["likes tea","lives in Oslo","works on toolgate"]}`, i))
+	}
+	raw := json.RawMessage(`{"entities":[` + strings.Join(ents, ",") + `],"relations":[{"from":"entity 1","to":"entity 2","relationType":"knows"}]}`)
+	var decoded map[string]any
+	if err := json.Unmarshal(raw, &decoded); err != nil {
+		b.Fatal(err)
+	}
+	g, _ := newTestGateway(b, nil)
+	// decoded: as go-sdk hands most results over; raw: as kept when it
+	// holds an integer past 2^53, decoded once more for the check.
+	for name, sc := range map[string]any{"decoded": decoded, "raw": raw} {
+		b.Run(name, func(b *testing.B) {
+			res := &mcp.CallToolResult{StructuredContent: sc}
+			if p := g.outputProblem("filesystem__list_directory", tool, res); p != "" {
+				b.Fatal(p)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				g.outputProblem("filesystem__list_directory", tool, res)
+			}
+		})
 	}
 }

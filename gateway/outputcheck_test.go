@@ -151,3 +151,27 @@ func BenchmarkOutputProblem(b *testing.B) {
 		})
 	}
 }
+
+// TestOutputProblemWords: what is wrong is said of structuredContent, with
+// the path of the field (as arguments' problems name theirs), and asks
+// nothing of the agent, which did not write it.
+func TestOutputProblemWords(t *testing.T) {
+	tool := testCatalog[1]
+	tool.OutputSchema = json.RawMessage(`{"type":"object","additionalProperties":false,"properties":{"entities":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}},"mode":{"enum":["a","b"]}}}`)
+	g, _ := newTestGateway(t, nil)
+	for _, tc := range []struct {
+		sc   string
+		want string
+	}{
+		{`{"entities": [{"name": 1}]}`, `"entities[].name" must be a string, not an integer (1)`},
+		{`{"entities": [{}]}`, `"entities[]" is missing the required field "name"`},
+		{`{"extra": 1}`, `"extra" is not a field of structuredContent`},
+		{`{"mode": "c"}`, `"mode" must be one of "a", "b", not "c"`},
+		{`[1, 2]`, `structuredContent must be an object, not an array ([1,2])`},
+	} {
+		got := g.outputProblem("filesystem__list_directory", tool, &mcp.CallToolResult{StructuredContent: json.RawMessage(tc.sc)})
+		if got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.sc, got, tc.want)
+		}
+	}
+}

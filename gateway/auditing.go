@@ -36,6 +36,10 @@ type callNote struct {
 	// trimmed is the bytes of text execute_tool left out of the result
 	// (its bound, Options.MaxResultBytes), 0 when it went whole.
 	trimmed int
+	// output is what is wrong with the result against its tool's output
+	// schema ("" when it fits or the tool declares none): the record's
+	// outputMismatch.
+	output string
 }
 
 // Note is audit.Noter's: the management tools say through it what they act on.
@@ -84,6 +88,7 @@ func (g *Gateway) audited(action string, h mcp.ToolHandler) mcp.ToolHandler {
 			ResultBytes:     resultBytes(res),
 			TrimmedBytes:    n.trimmed,
 			ArgumentsSHA256: audit.HashArguments(args),
+			OutputMismatch:  n.output,
 		}
 		if r.Decision == "" {
 			r.Decision = audit.Allowed

@@ -215,8 +215,9 @@ func TestContentPerProtocol(t *testing.T) {
 // holds the same value in any layout.
 func TestStructuredContentMirroredForOldClients(t *testing.T) {
 	results := map[string]*mcp.CallToolResult{
-		"add":            {StructuredContent: map[string]any{"t": 21.0, "city": "Oslo"}},
-		"list_directory": {Content: []mcp.Content{&mcp.TextContent{Text: "{\n  \"city\": \"Oslo\",\n  \"t\": 21\n}"}}, StructuredContent: map[string]any{"t": 21.0, "city": "Oslo"}},
+		"add": {StructuredContent: map[string]any{"t": 21.0, "city": "Oslo"}},
+		// Fits its tool's output schema (one that does not gets a note: TestOutputChecked).
+		"list_directory": {Content: []mcp.Content{&mcp.TextContent{Text: "{\n  \"content\": \"Oslo\",\n  \"t\": 21\n}"}}, StructuredContent: map[string]any{"t": 21.0, "content": "Oslo"}},
 		"write_file":     {Content: []mcp.Content{&mcp.TextContent{Text: "Oslo, 21 degrees"}}, StructuredContent: json.RawMessage(`{"t": 21, "city": "Oslo"}`)},
 		// Not an object (before 2026-07-28 it goes, its JSON kept in text):
 		// its text pretty-printed is not repeated compact.
@@ -232,7 +233,7 @@ func TestStructuredContentMirroredForOldClients(t *testing.T) {
 		old  string // the text blocks a client before 2025-06-18 gets, joined
 	}{
 		{"everything__add", map[string]any{"a": 1, "b": 2}, `{"city":"Oslo","t":21}`},
-		{"filesystem__list_directory", map[string]any{"path": "."}, "{\n  \"city\": \"Oslo\",\n  \"t\": 21\n}"},
+		{"filesystem__list_directory", map[string]any{"path": "."}, "{\n  \"content\": \"Oslo\",\n  \"t\": 21\n}"},
 		{"filesystem__write_file", map[string]any{"path": "a", "content": "b"}, `Oslo, 21 degrees`},
 		{"memory__create_entities", map[string]any{"entities": []any{}}, "[\n  \"a\",\n  \"b\"\n]"},
 	} {

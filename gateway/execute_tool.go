@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode"
 
@@ -170,7 +171,18 @@ func (g *Gateway) handleExecute(ctx context.Context, req *mcp.CallToolRequest) (
 	if res != nil && (res.NeedsInput() || res.InputRequests != nil) {
 		return g.inputRequired(ctx, req, a.Name, tool.Server, res), nil
 	}
-	return g.bounded(ctx, tool, a.Name, forProtocol(req, res)), nil
+	problem := g.outputProblem(a.Name, tool, res)
+	// Bounded first: the note on the output schema, after, is never cut.
+	out := g.bounded(ctx, tool, a.Name, forProtocol(req, res))
+	if problem != "" {
+		note.output = problem
+		g.warnOutput(a.Name, tool, problem)
+		if g.opts.OutputMismatch != nil {
+			g.opts.OutputMismatch(tool.Server, tool.Name)
+		}
+		out = outputNote(out, a.Name, problem)
+	}
+	return out, nil
 }
 
 // bounded is res with its text trimmed to the bound of tool's server
@@ -1130,11 +1142,14 @@ type resolvedSchema struct {
 	text json.RawMessage
 	rs   *jsonschema.Resolved
 	err  error
+	// warned is set once a result was logged as not fitting this
+	// (output) schema (warnOutput).
+	warned atomic.Bool
 }
 
 // resolved returns the resolved schema for the tool id with schema text,
 // resolving it on first use or when the text changed.
-func (c *schemaCache) resolved(id string, text json.RawMessage, log *slog.Logger) *resolvedSchema {
+func (c *schemaCache) resolved(id string, text json.RawMessage, log *slog.Logger, unresolved string) *resolvedSchema {
 	if v, ok := c.m.Load(id); ok {
 		if r := v.(*resolvedSchema); bytes.Equal(r.text, text) {
 			return r
@@ -1143,7 +1158,7 @@ func (c *schemaCache) resolved(id string, text json.RawMessage, log *slog.Logger
 	r := &resolvedSchema{text: bytes.Clone(text)}
 	r.rs, r.err = catalog.ResolveSchema(text)
 	if r.err != nil {
-		log.Debug("input schema not validated", "tool", id, "err", r.err)
+		log.Debug(unresolved, "tool", id, "err", r.err)
 	}
 	// Two first calls may race; either result is right for this text.
 	c.m.Store(id, r)
@@ -1158,7 +1173,7 @@ func (g *Gateway) validate(id string, schema json.RawMessage, args map[string]an
 	if len(schema) == 0 {
 		return ""
 	}
-	r := g.schemas.resolved(id, schema, g.log)
+	r := g.schemas.resolved(id, schema, g.log, "input schema not validated")
 	if r.err != nil {
 		return ""
 	}

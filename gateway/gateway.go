@@ -197,6 +197,10 @@ type Options struct {
 	// (audit.arguments "masked": the values with secrets masked); nil =
 	// only their SHA-256.
 	AuditArguments func(args any) any
+	// OutputMismatch, if set, is called for each result execute_tool
+	// passes on that does not fit its tool's output schema (outputProblem):
+	// the metrics count them.
+	OutputMismatch func(server, tool string)
 }
 
 // Gateway is the MCP server with the two tools. One Gateway serves any number
@@ -209,8 +213,10 @@ type Gateway struct {
 	log      *slog.Logger
 	server   *mcp.Server
 	schemas  schemaCache
-	tracer   trace.Tracer // nil = no spans
-	recent   *recent      // nil without a Learner
+	// outSchemas is the tools' output schemas, resolved (outputProblem).
+	outSchemas schemaCache
+	tracer     trace.Tracer // nil = no spans
+	recent     *recent      // nil without a Learner
 	// relayDropped counts the notifications dropped for clients that read
 	// them slower than their backends sent them (eventRelay).
 	relayDropped atomic.Int64

@@ -94,7 +94,7 @@ var testCatalog = []catalog.Tool{
 		Annotations: json.RawMessage(`{"readOnlyHint":false,"destructiveHint":true,"idempotentHint":true}`)},
 }
 
-func newTestGateway(t *testing.T, caller *fakeCaller) (*Gateway, *fakeSearcher) {
+func newTestGateway(t testing.TB, caller *fakeCaller) (*Gateway, *fakeSearcher) {
 	t.Helper()
 	fs := &fakeSearcher{tools: testCatalog, search: func(q search.Query) (search.Result, error) {
 		var hits []search.Hit

@@ -269,12 +269,16 @@ func TestStructuredContentPerProtocol(t *testing.T) {
 		args       map[string]any
 		legacyText string // its text content, the blocks joined
 		legacy     any    // structuredContent a 2025-11-25 client gets
+		note       string // added after the content: the result does not fit the tool's output schema
 	}{
-		{"everything__add", map[string]any{"a": 2, "b": 3}, "5", map[string]any{"sum": 5.0}},
-		{"filesystem__list_directory", map[string]any{"path": "."}, `["a.txt","b.txt"]`, nil},
-		{"filesystem__write_file", map[string]any{"path": "a", "content": "b"}, "[12345678901234567891]", nil},
-		{"memory__create_entities", map[string]any{"entities": []any{}}, "sunny\"sunny and warm\"", nil},
-		{"weird__do__it", nil, "n42.5", nil},
+		{"everything__add", map[string]any{"a": 2, "b": 3}, "5", map[string]any{"sum": 5.0}, ""},
+		// Its output schema wants an object: the result goes on, with a
+		// note, to either client (checked before it is fitted to one).
+		{"filesystem__list_directory", map[string]any{"path": "."}, `["a.txt","b.txt"]`, nil,
+			`toolgate: this result's structuredContent does not fit the outputSchema filesystem__list_directory declares: structuredContent must be an object, not an array (["a.txt","b.txt"]). It is passed on as the server sent it: do not count on the shape search_tools showed.`},
+		{"filesystem__write_file", map[string]any{"path": "a", "content": "b"}, "[12345678901234567891]", nil, ""},
+		{"memory__create_entities", map[string]any{"entities": []any{}}, "sunny\"sunny and warm\"", nil, ""},
+		{"weird__do__it", nil, "n42.5", nil, ""},
 	} {
 		sent := results[strings.SplitN(tc.id, "__", 2)[1]]
 		for _, pv := range []string{"2025-11-25", "2026-07-28"} {
@@ -290,6 +294,7 @@ func TestStructuredContentPerProtocol(t *testing.T) {
 					_ = json.Unmarshal(b, &wantSC)
 					wantText = text(sent)
 				}
+				wantText += tc.note
 				if diff := cmp.Diff(wantSC, res.StructuredContent); diff != "" {
 					t.Errorf("structuredContent (-want +got):\n%s", diff)
 				}

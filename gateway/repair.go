@@ -188,22 +188,45 @@ func exampleCall(id string, args map[string]any) string {
 // goes on from the argument that holds the $ref, so the argument reads
 // "request.reader.card", not "card" or nothing.
 func plainWords(msg string, root map[string]any, sent any) string {
+	return plainWordsOf(argWords, msg, root, sent)
+}
+
+// wording is what plainWordsOf calls the value checked: the arguments of
+// a call, or a result's structuredContent (outputProblem).
+type wording struct {
+	whole string // the value as a whole: "the arguments"
+	item  string // one of its top-level fields: "argument"
+	fix   bool   // tell the sender to fix it ("remove it")
+	one   bool   // whole is singular ("is missing")
+}
+
+var (
+	argWords    = wording{whole: "the arguments", item: "argument", fix: true}
+	outputWords = wording{whole: "structuredContent", item: "field", one: true}
+)
+
+// plainWordsOf is plainWords for a value that w names.
+func plainWordsOf(w wording, msg string, root map[string]any, sent any) string {
 	arg, loc, msg := problemAt(msg)
-	where := "the arguments"
+	where := w.whole
 	if arg != "" {
 		where = strconv.Quote(arg)
 	}
 	switch {
 	case strings.HasPrefix(msg, "required: missing properties: "):
 		names := parseQuoted(strings.TrimPrefix(msg, "required: missing properties: "))
-		what := "required argument"
+		what := "required " + w.item
 		if arg != "" {
 			what = "required field"
 		}
 		if len(names) > 1 {
 			what += "s"
 		}
-		return fmt.Sprintf("%s %s missing the %s %s", where, isOrAre(arg), what, quoted(names))
+		verb := isOrAre(arg)
+		if w.one {
+			verb = "is"
+		}
+		return fmt.Sprintf("%s %s missing the %s %s", where, verb, what, quoted(names))
 	case strings.HasPrefix(msg, "unexpected additional properties "):
 		names := parseQuoted(strings.TrimPrefix(msg, "unexpected additional properties "))
 		slices.Sort(names) // the validator lists them in map order
@@ -211,12 +234,15 @@ func plainWords(msg string, root map[string]any, sent any) string {
 		if len(names) > 1 {
 			verb = "are not fields"
 		}
-		if arg == "" {
+		if arg == "" && w.fix {
 			verb = "is not an argument" // it read "is not a argument"
 			if len(names) > 1 {
 				verb = "are not arguments"
 			}
 			return fmt.Sprintf("%s %s of this tool: remove %s", quoted(names), verb, pronoun(names))
+		}
+		if !w.fix {
+			return fmt.Sprintf("%s %s of %s", quoted(names), verb, where)
 		}
 		return fmt.Sprintf("%s %s of %s: remove %s", quoted(names), verb, where, pronoun(names))
 	case strings.HasPrefix(msg, "type: "):

@@ -642,8 +642,8 @@ func TestUnknownToolWhileBuilding(t *testing.T) {
 		t.Errorf("%d searches for the unknown names while building, want none", searched)
 	}
 	// A listed tool runs.
-	res := call(t, cs, ExecuteToolName, map[string]any{"name": "filesystem__list_directory", "arguments": map[string]any{"path": "/tmp"}})
-	if txt := text(res); res.IsError || txt != "ran filesystem__list_directory" {
+	res := call(t, cs, ExecuteToolName, map[string]any{"name": "filesystem__write_file", "arguments": map[string]any{"path": "/tmp/a", "content": "b"}})
+	if txt := text(res); res.IsError || txt != "ran filesystem__write_file" {
 		t.Errorf("a listed tool while building: isError=%v %s", res.IsError, txt)
 	}
 }

@@ -228,6 +228,14 @@ func TestConsoleAccessibilityInBrowser(t *testing.T) {
 	}
 	do("Enter on it", chromedp.KeyEvent(kb.Enter))
 	poll("the schema open", `document.querySelector('#catalog-list li[data-tool="fake__echo"] details').open`)
+	// A tool that declares an output schema (fake__add's {"sum": number})
+	// shows it below its input schema, named with its tool as well.
+	var output []string
+	eval("fake__add's output schema", `(() => { const d = document.querySelector('#catalog-list li[data-tool="fake__add"] details[data-schema="output"]');
+		return d ? [d.querySelector("summary").textContent, String(d.querySelector("pre").textContent.includes('"sum"'))] : []; })()`, &output)
+	if fmt.Sprint(output) != "[Output schema of fake__add true]" {
+		t.Errorf("fake__add's output schema in the catalog: %q, want its summary named and its schema with \"sum\"", output)
+	}
 	check("a phone's width, an input schema open")
 
 	if _, err := chromedp.Call(ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "dark"}}}); err != nil {

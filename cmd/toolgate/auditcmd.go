@@ -322,6 +322,9 @@ func formatRecord(r audit.Record) string {
 	if r.Reason != "" {
 		parts = append(parts, "("+safeText(r.Reason)+")")
 	}
+	if r.OutputMismatch != "" {
+		parts = append(parts, "(result does not fit the output schema: "+safeText(r.OutputMismatch)+")")
+	}
 	// Last: what the line said before records named their config is
 	// left as it was.
 	if r.Config != "" {

@@ -125,11 +125,14 @@ type searchToolJSON struct {
 	Server      string          `json:"server"`
 	Description string          `json:"description,omitempty"`
 	InputSchema json.RawMessage `json:"inputSchema,omitempty"`
-	Score       float64         `json:"score"`
-	Keyword     float64         `json:"keyword"`
-	Vector      float64         `json:"vector"`
-	Confidence  float64         `json:"confidence"`
-	Clause      string          `json:"clause,omitempty"` // the step of the request that found it
+	// OutputSchema is the tool's outputSchema, as its server listed it:
+	// what its structuredContent holds (absent when it declares none).
+	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
+	Score        float64         `json:"score"`
+	Keyword      float64         `json:"keyword"`
+	Vector       float64         `json:"vector"`
+	Confidence   float64         `json:"confidence"`
+	Clause       string          `json:"clause,omitempty"` // the step of the request that found it
 	// Matched are the query terms each keyword field holds (--explain):
 	// "name", "server", "description", "params".
 	Matched map[string][]string `json:"matched,omitempty"`
@@ -254,7 +257,7 @@ func runSearch(ctx context.Context, g *globals, f *searchFlags, q string, stdout
 	for _, h := range res.Hits {
 		out.Tools = append(out.Tools, searchToolJSON{
 			Name: h.Tool.ID(), Server: h.Tool.Server, Description: h.Tool.Description,
-			InputSchema: h.Tool.InputSchema, Score: h.Score, Keyword: h.Keyword, Vector: h.Vector, Confidence: h.Confidence,
+			InputSchema: h.Tool.InputSchema, OutputSchema: h.Tool.OutputSchema, Score: h.Score, Keyword: h.Keyword, Vector: h.Vector, Confidence: h.Confidence,
 			Clause: h.Clause,
 		})
 	}

@@ -272,3 +272,42 @@ func TestSearchIndexOfAnotherFormat(t *testing.T) {
 		t.Errorf("stderr:\n%s\nwant %q", errOut.String(), want)
 	}
 }
+
+// TestSearchJSONShowsOutputSchema: a tools file's output schema (MCP's
+// "outputSchema", as the jq recipe that makes a tools file of a
+// tools/list result keeps it) is indexed, and `toolgate search --json`
+// gives it with each tool that declares one, as search_tools' full
+// answers do. Both left it out: the file's key was skipped as unknown,
+// and --json had no such field.
+func TestSearchJSONShowsOutputSchema(t *testing.T) {
+	g := &globals{dataDir: t.TempDir()}
+	file := filepath.Join(t.TempDir(), "tools.jsonl")
+	lines := `{"server": "w", "name": "forecast", "description": "Weather forecast for a city.", "inputSchema": {"type": "object", "properties": {"city": {"type": "string"}}}, "outputSchema": {"type": "object", "properties": {"temperature": {"type": "number"}}, "required": ["temperature"]}}
+{"server": "w", "name": "alerts", "description": "Weather alerts for a city.", "inputSchema": {"type": "object"}}
+`
+	if err := os.WriteFile(file, []byte(lines), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	runIndexJSON(t, g, file)
+	var out, errOut bytes.Buffer
+	if err := runSearch(context.Background(), g, &searchFlags{mode: "bm25", limit: 2, json: true}, "weather forecast for a city", &out, &errOut); err != nil {
+		t.Fatal(err)
+	}
+	var so struct {
+		Tools []struct {
+			Name         string
+			OutputSchema json.RawMessage
+		}
+	}
+	if err := json.Unmarshal(out.Bytes(), &so); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, tl := range so.Tools {
+		got[tl.Name] = string(tl.OutputSchema)
+	}
+	want := map[string]string{"w__forecast": `{"type":"object","properties":{"temperature":{"type":"number"}},"required":["temperature"]}`, "w__alerts": ""}
+	if !maps.Equal(got, want) {
+		t.Errorf("search --json's outputSchema by tool %q, want %q:\n%s", got, want, out.String())
+	}
+}

@@ -108,6 +108,7 @@ func (fr *front) serve(ctx context.Context) error {
 		// next call.
 		MaxResultBytes: func(server string) int { return fr.lv.Config().MaxResultBytes(server) },
 		Trimmed:        met.Trimmed,
+		OutputMismatch: met.OutputMismatch,
 	})
 	// search_tools' description names the servers behind the gateway, and
 	// its limits are toolgate.search's as last reloaded. The calls of

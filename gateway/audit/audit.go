@@ -107,6 +107,10 @@ type Record struct {
 	// result, which was over its bound (maxResultBytes); absent when it
 	// went whole. ResultBytes is then what the client got.
 	TrimmedBytes int `json:"trimmedBytes,omitempty"`
+	// OutputMismatch says how the result's structuredContent does not fit
+	// the output schema its tool declares (or that it has none): the
+	// result was passed on with a note (outcome ok all the same).
+	OutputMismatch string `json:"outputMismatch,omitempty"`
 	// ArgumentsSHA256 is the hex SHA-256 of the arguments as canonical
 	// JSON (keys sorted): equal arguments give equal hashes.
 	ArgumentsSHA256 string `json:"argumentsSha256,omitempty"`
@@ -157,6 +161,7 @@ func (r *Record) clip() {
 	}
 	r.ArgumentsSHA256 = clipText(r.ArgumentsSHA256, MaxFieldBytes)
 	r.Reason = clipText(mask.Tokens(r.Reason), MaxReasonBytes)
+	r.OutputMismatch = clipText(mask.Tokens(r.OutputMismatch), MaxReasonBytes)
 	r.Config = clipText(r.Config, MaxConfigBytes)
 	if r.Arguments != nil {
 		if b, err := json.Marshal(r.Arguments); err != nil || len(b) > MaxArgumentsBytes {

@@ -546,7 +546,7 @@ func TestEveryFieldClipped(t *testing.T) {
 		}
 		limit := MaxFieldBytes
 		switch name {
-		case "Reason":
+		case "Reason", "OutputMismatch":
 			limit = MaxReasonBytes
 		case "Config":
 			limit = MaxConfigBytes

@@ -821,7 +821,10 @@ type CatalogTool struct {
 	Title       string          `json:"title,omitempty"`
 	Description string          `json:"description"`
 	InputSchema json.RawMessage `json:"inputSchema,omitempty"`
-	Unavailable string          `json:"unavailable,omitempty"`
+	// OutputSchema is what the tool's structuredContent holds, as its
+	// server listed it (absent when it declares none).
+	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
+	Unavailable  string          `json:"unavailable,omitempty"`
 }
 
 func (c *Console) serveCatalog(w http.ResponseWriter, r *http.Request, caller *policy.Caller) {
@@ -845,7 +848,7 @@ func (c *Console) serveCatalog(w http.ResponseWriter, r *http.Request, caller *p
 		a.Matched++
 		if len(a.Tools) < maxCatalogTools {
 			a.Tools = append(a.Tools, CatalogTool{Name: id, Server: t.Server, Tool: t.Name, Title: t.Title, Description: t.Description,
-				InputSchema: t.InputSchema, Unavailable: c.o.Unavailable(t.Server, caller.Scoped())})
+				InputSchema: t.InputSchema, OutputSchema: t.OutputSchema, Unavailable: c.o.Unavailable(t.Server, caller.Scoped())})
 		}
 	}
 	writeJSON(w, http.StatusOK, a)

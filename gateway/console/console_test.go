@@ -36,7 +36,8 @@ import (
 )
 
 var tools = []catalog.Tool{
-	{Server: "filesystem", Name: "list_directory", Description: "List the files in a directory.", InputSchema: json.RawMessage(`{"type":"object"}`)},
+	{Server: "filesystem", Name: "list_directory", Description: "List the files in a directory.", InputSchema: json.RawMessage(`{"type":"object"}`),
+		OutputSchema: json.RawMessage(`{"type":"object","properties":{"content":{"type":"string"}}}`)},
 	{Server: "filesystem", Name: "read_file", Description: "Read a file."},
 	{Server: "memory", Name: "create_entities", Description: "Create entities in the <knowledge> graph."},
 }
@@ -321,6 +322,10 @@ func TestAPI(t *testing.T) {
 	get("/ui/api/catalog?filter=FILE&server=filesystem", 200, &cat)
 	if cat.Total != 3 || cat.Matched != 2 || len(cat.Tools) != 2 || fmt.Sprint(cat.Servers) != "[filesystem memory]" || string(cat.Tools[0].InputSchema) != `{"type":"object"}` {
 		t.Errorf("catalog %+v", cat)
+	}
+	// The catalog shows what a tool returns, when it says (2026-12-07).
+	if o := string(cat.Tools[0].OutputSchema); o != `{"type":"object","properties":{"content":{"type":"string"}}}` || cat.Tools[1].OutputSchema != nil {
+		t.Errorf("catalog's output schemas %q and %q, want list_directory's and none", o, cat.Tools[1].OutputSchema)
 	}
 	get("/ui/api/catalog?server=memory", 200, &cat)
 	if cat.Matched != 1 || cat.Tools[0].Unavailable != "it is down" {

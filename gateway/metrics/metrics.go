@@ -96,6 +96,7 @@ type Metrics struct {
 	trimmed        *prometheus.CounterVec
 	trimmedBytes   *prometheus.CounterVec
 	httpRequests   *prometheus.CounterVec
+	outputMismatch *prometheus.CounterVec
 }
 
 // New returns the gateway's metrics in a registry of their own, with the Go
@@ -144,7 +145,11 @@ func New(opts *Options) *Metrics {
 		Name: "toolgate_http_requests_total",
 		Help: "HTTP requests, by route and status code (refused ones included).",
 	}, []string{"route", "code"})
-	m.reg.MustRegister(m.searchDuration, m.searchResults, m.searchNoMatch, m.calls, m.callDuration, m.trimmed, m.trimmedBytes, m.httpRequests,
+	m.outputMismatch = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "toolgate_output_mismatches_total",
+		Help: "Results execute_tool passed on whose structuredContent does not fit the output schema their tool declares (or is missing), by server and tool: each went to the client with a note.",
+	}, []string{"server", "tool"})
+	m.reg.MustRegister(m.searchDuration, m.searchResults, m.searchNoMatch, m.calls, m.callDuration, m.trimmed, m.trimmedBytes, m.httpRequests, m.outputMismatch,
 		newStateCollector(m.opts),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -169,6 +174,12 @@ func (m *Metrics) Searcher(s gateway.Searcher) gateway.Searcher { return &search
 
 // Caller returns c counting and timing every tool call.
 func (m *Metrics) Caller(c gateway.Caller) gateway.Caller { return gateway.Observed(c, m.observeCall) }
+
+// OutputMismatch counts a result that does not fit its tool's output
+// schema: what gateway.Options.OutputMismatch takes.
+func (m *Metrics) OutputMismatch(server, tool string) {
+	m.outputMismatch.WithLabelValues(m.labels(server, tool)).Inc()
+}
 
 func (m *Metrics) observeCall(c gateway.Call) {
 	sl, tl := m.labels(c.Server, c.Tool)
@@ -222,7 +233,7 @@ func (m *Metrics) Forget() {
 		}
 	}
 	var gone []prometheus.Labels
-	for _, l := range labelsOf(m.calls, m.callDuration, m.trimmed, m.trimmedBytes) {
+	for _, l := range labelsOf(m.calls, m.callDuration, m.trimmed, m.trimmedBytes, m.outputMismatch) {
 		switch {
 		case !kept[l["server"]]:
 			gone = append(gone, prometheus.Labels{"server": l["server"]})
@@ -237,6 +248,7 @@ func (m *Metrics) Forget() {
 	for _, l := range gone {
 		m.calls.DeletePartialMatch(l) // every outcome
 		m.trimmed.DeletePartialMatch(l)
+		m.outputMismatch.DeletePartialMatch(l)
 		if _, byTool := l["tool"]; !byTool {
 			m.callDuration.DeletePartialMatch(l)
 			m.trimmedBytes.DeletePartialMatch(l)

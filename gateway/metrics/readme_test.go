@@ -52,6 +52,7 @@ func TestREADMETable(t *testing.T) {
 	_, _ = m.Searcher(&fakeCatalog{tools}).Search(ctx, search.Query{Text: "x"})
 	_, _ = m.Caller(callerFunc(func(string, string) (*mcp.CallToolResult, error) { return &mcp.CallToolResult{}, nil })).CallTool(ctx, "memory", "read_graph", nil)
 	m.Trimmed(gateway.Trimmed{Server: "memory", Tool: "read_graph", Cut: 1})
+	m.OutputMismatch("memory", "read_graph")
 	m.HTTP(http.NotFoundHandler(), func(*http.Request) string { return "" }).ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/", nil))
 	mfs, err := m.reg.Gather()
 	if err != nil {

@@ -32,7 +32,13 @@ type jsonlTool struct {
 	// tools, given a server each, are lines of this format): it was an
 	// unknown key, skipped, and the tool indexed without its schema.
 	InputSchemaMCP json.RawMessage `json:"inputSchema"`
-	Annotations    json.RawMessage `json:"annotations"`
+	// OutputSchema and OutputSchemaMCP are the tool's output schema, as
+	// input_schema and inputSchema: a tools file made from a tools/list
+	// result keeps it, which search_tools' full answers and toolgate
+	// search --json then show.
+	OutputSchema    json.RawMessage `json:"output_schema"`
+	OutputSchemaMCP json.RawMessage `json:"outputSchema"`
+	Annotations     json.RawMessage `json:"annotations"`
 	// Language is the tool's language (see Tool.Language; "en" or
 	// absent for English).
 	Language string `json:"language"`
@@ -135,10 +141,11 @@ func isArray(v json.RawMessage) bool {
 
 // ReadJSONL reads tools in the bench format, one JSON object per line:
 //
-//	{"server": str, "name": str, "title"?: str, "description"?: str, "input_schema"?: object|null, "annotations"?: object|null}
+//	{"server": str, "name": str, "title"?: str, "description"?: str, "input_schema"?: object|null, "annotations"?: object|null, "output_schema"?: object|null}
 //
-// Blank lines and unknown keys are skipped; "inputSchema", MCP's name for
-// the key, is read as "input_schema". Names may hold any characters
+// Blank lines and unknown keys are skipped; "inputSchema" and
+// "outputSchema", MCP's names for the keys, are read as "input_schema"
+// and "output_schema". Names may hold any characters
 // (the public benchmarks hold a space in a server key and "&" in a tool
 // name), except that a server name may not contain "__", the ID separator:
 // its tools' IDs would split at the wrong place. A duplicate ID is an error.
@@ -185,25 +192,11 @@ func ReadJSONL(r io.Reader, name string) ([]Tool, error) {
 			return fmt.Errorf(`"language" of %q: %w`, t.ID(), err)
 		}
 		t.Language = lang
-		schema, key := bytes.TrimSpace(jt.InputSchema), "input_schema"
-		if mcp := bytes.TrimSpace(jt.InputSchemaMCP); len(mcp) > 0 {
-			if len(schema) > 0 && !bytes.Equal(schema, mcp) {
-				return fmt.Errorf(`%q has both "input_schema" and "inputSchema", which differ: keep one`, t.ID())
-			}
-			schema, key = mcp, "inputSchema"
+		if t.InputSchema, err = fileSchema(t.ID(), name, "input_schema", jt.InputSchema, "inputSchema", jt.InputSchemaMCP); err != nil {
+			return err
 		}
-		if s := schema; len(s) > 0 && !bytes.Equal(s, []byte("null")) {
-			if s[0] != '{' {
-				// A schema written as a string of its JSON (encoded twice,
-				// as a CSV export or a Python str() leaves it).
-				var str string
-				if json.Unmarshal(s, &str) == nil && json.Valid([]byte(str)) && strings.HasPrefix(strings.TrimSpace(str), "{") {
-					return fmt.Errorf(`%q of %q is a JSON string that holds the schema (encoded twice): write the object itself, e.g. %s > tools-fixed.jsonl`,
-						key, t.ID(), shellword.Join("jq", "-c", "."+key+" |= (if type == \"string\" then fromjson else . end)", name))
-				}
-				return fmt.Errorf(`%q of %q must be a JSON Schema object like {"type": "object", "properties": {...}}, or null`, key, t.ID())
-			}
-			t.InputSchema = slices.Clone(s)
+		if t.OutputSchema, err = fileSchema(t.ID(), name, "output_schema", jt.OutputSchema, "outputSchema", jt.OutputSchemaMCP); err != nil {
+			return err
 		}
 		if a := bytes.TrimSpace(jt.Annotations); len(a) > 0 && !bytes.Equal(a, []byte("null")) {
 			if a[0] != '{' {
@@ -222,6 +215,34 @@ func ReadJSONL(r io.Reader, name string) ([]Tool, error) {
 		err = fmt.Errorf(`%s holds no tools: each line is one tool, {"server": "...", "name": "...", "description": "...", "input_schema": {...}}`, name)
 	}
 	return tools, err
+}
+
+// fileSchema is a tool's schema from a line of the tools file name: the
+// value of key, or of mcpKey (MCP's spelling), which may not differ; nil
+// for none or null. One that is not an object is an error naming the key,
+// with the jq command that fixes a schema encoded twice as a string.
+func fileSchema(id, name, key string, v json.RawMessage, mcpKey string, mcp json.RawMessage) (json.RawMessage, error) {
+	schema := bytes.TrimSpace(v)
+	if m := bytes.TrimSpace(mcp); len(m) > 0 {
+		if len(schema) > 0 && !bytes.Equal(schema, m) {
+			return nil, fmt.Errorf(`%q has both %q and %q, which differ: keep one`, id, key, mcpKey)
+		}
+		schema, key = m, mcpKey
+	}
+	if len(schema) == 0 || bytes.Equal(schema, []byte("null")) {
+		return nil, nil
+	}
+	if schema[0] != '{' {
+		// A schema written as a string of its JSON (encoded twice,
+		// as a CSV export or a Python str() leaves it).
+		var str string
+		if json.Unmarshal(schema, &str) == nil && json.Valid([]byte(str)) && strings.HasPrefix(strings.TrimSpace(str), "{") {
+			return nil, fmt.Errorf(`%q of %q is a JSON string that holds the schema (encoded twice): write the object itself, e.g. %s > tools-fixed.jsonl`,
+				key, id, shellword.Join("jq", "-c", "."+key+" |= (if type == \"string\" then fromjson else . end)", name))
+		}
+		return nil, fmt.Errorf(`%q of %q must be a JSON Schema object like {"type": "object", "properties": {...}}, or null`, key, id)
+	}
+	return slices.Clone(schema), nil
 }
 
 // EachLine calls f with each non-blank line of a JSON-lines stream and its

@@ -27,6 +27,8 @@ func TestReadJSONL(t *testing.T) {
 {"server": "s", "name": "nul", "annotations": null}
 {"server": "s", "name": "mcp", "inputSchema": {"type": "object"}}
 {"server": "s", "name": "both", "input_schema": {"type": "object"}, "inputSchema": {"type": "object"}}
+{"server": "s", "name": "out", "output_schema": {"type": "object", "required": ["n"]}}
+{"server": "s", "name": "outmcp", "outputSchema": {"type": "object"}}
 `
 	got, err := ReadJSONL(strings.NewReader(in), "tools.jsonl")
 	if err != nil {
@@ -42,6 +44,10 @@ func TestReadJSONL(t *testing.T) {
 		// server each) is read too: it was skipped as unknown.
 		{Server: "s", Name: "mcp", InputSchema: json.RawMessage(`{"type": "object"}`)},
 		{Server: "s", Name: "both", InputSchema: json.RawMessage(`{"type": "object"}`)},
+		// An output schema is kept (it was skipped as an unknown key),
+		// under either spelling.
+		{Server: "s", Name: "out", OutputSchema: json.RawMessage(`{"type": "object", "required": ["n"]}`)},
+		{Server: "s", Name: "outmcp", OutputSchema: json.RawMessage(`{"type": "object"}`)},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("ReadJSONL (-want +got):\n%s", diff)
@@ -88,6 +94,9 @@ func TestReadJSONLErrors(t *testing.T) {
 		{"duplicate", `{"server":"a","name":"b"}` + "\n" + `{"server":"a","name":"b"}`, `tools.jsonl:2: duplicate tool "a__b" (first on line 1)`},
 		{"two schemas", `{"server":"a","name":"b","input_schema":{"type":"object"},"inputSchema":{}}`, `tools.jsonl:1: "a__b" has both "input_schema" and "inputSchema", which differ: keep one`},
 		{"mcp schema not an object", `{"server":"a","name":"b","inputSchema":[]}`, `tools.jsonl:1: "inputSchema" of "a__b" must be a JSON Schema object`},
+		{"two output schemas", `{"server":"a","name":"b","output_schema":{"type":"object"},"outputSchema":{}}`, `tools.jsonl:1: "a__b" has both "output_schema" and "outputSchema", which differ: keep one`},
+		{"output schema not an object", `{"server":"a","name":"b","outputSchema":true}`, `tools.jsonl:1: "outputSchema" of "a__b" must be a JSON Schema object`},
+		{"output schema encoded twice", `{"server":"a","name":"b","output_schema":"{\"type\": \"object\"}"}`, `tools.jsonl:1: "output_schema" of "a__b" is a JSON string that holds the schema (encoded twice): write the object itself, e.g. jq -c '.output_schema |= (if type == "string" then fromjson else . end)' tools.jsonl > tools-fixed.jsonl`},
 		// What iconv -t UTF-16LE writes: it read "invalid character '\x00'".
 		{"UTF-16 without a mark", "{\x00\"\x00s\x00\"\x00:\x00\"\x00a\x00\"\x00}\x00\n\x00", `tools.jsonl:1: the file looks like UTF-16 without a byte-order mark: save it as UTF-8 (iconv -f UTF-16LE -t UTF-8`},
 		{"line too long", `{"server":"a","name":"b"}` + "\n" + `{"server":"a","name":"c","description":"` + strings.Repeat("x", 1024) + `"}`, `tools.jsonl:2: the line is longer than `},

@@ -500,8 +500,8 @@ function catalogSummary(text) {
 }
 
 let catalogTimer = 0;
-// The tools whose input schema the operator opened: open still once the
-// catalog is drawn again (a refresh, a filter).
+// The schemas the operator opened ("tool input", "tool output"): open
+// still once the catalog is drawn again (a refresh, a filter).
 const openSchemas = new Set();
 
 async function loadCatalog() {
@@ -517,24 +517,30 @@ async function loadCatalog() {
     // The schemas open now, read as the list is replaced (a toggle event
     // would come later than a redraw already under way).
     for (const d of $("catalog-list").querySelectorAll("li[data-tool] > details")) {
-      if (d.open) openSchemas.add(d.parentElement.dataset.tool);
-      else openSchemas.delete(d.parentElement.dataset.tool);
+      const key = d.parentElement.dataset.tool + " " + d.dataset.schema;
+      if (d.open) openSchemas.add(key);
+      else openSchemas.delete(key);
     }
     // A keyboard user's focus on a schema's summary (or on the schema,
     // scrolled with the arrow keys) moves to the same tool's in the new list.
     const f = document.activeElement;
     const part = f && (f.tagName === "SUMMARY" || f.tagName === "PRE") && f.closest("#catalog-list") ? f.tagName.toLowerCase() : null;
     const focused = part ? f.closest("li").dataset.tool : null;
+    const focusedSchema = part ? f.closest("details").dataset.schema : null;
+    // Named with its tool: a screen reader going from control to control
+    // heard "Input schema" for each tool alike. The output schema (what
+    // the tool's structuredContent holds) only for a tool that declares one.
+    const schema = (t, kind, label, s) => el("details", { open: openSchemas.has(t.name + " " + kind), "data-schema": kind },
+      el("summary", {}, label, el("span", { class: "sr" }, " of " + t.name)),
+      el("pre", { class: "mono", "aria-label": label + " of " + t.name }, JSON.stringify(s, null, 2)));
     $("catalog-list").replaceChildren(...ans.tools.map((t) => el("li", { "data-tool": t.name },
       el("code", {}, t.name), t.title ? " " : null, t.title ? bidi(t.title) : null,
       t.unavailable ? el("span", { class: "unavailable" }, " unavailable: " + t.unavailable) : null,
       el("p", { class: "desc", dir: "auto" }, t.description),
-      // Named with its tool: a screen reader going from control to
-      // control heard "Input schema" for each tool alike.
-      el("details", { open: openSchemas.has(t.name) }, el("summary", {}, "Input schema", el("span", { class: "sr" }, " of " + t.name)),
-        el("pre", { class: "mono", "aria-label": "Input schema of " + t.name }, JSON.stringify(t.inputSchema || {}, null, 2))))));
+      schema(t, "input", "Input schema", t.inputSchema || {}),
+      t.outputSchema ? schema(t, "output", "Output schema", t.outputSchema) : null)));
     keyboardScroll();
-    if (focused) $("catalog-list").querySelector('li[data-tool="' + CSS.escape(focused) + '"] ' + part)?.focus();
+    if (focused) $("catalog-list").querySelector('li[data-tool="' + CSS.escape(focused) + '"] > details[data-schema="' + focusedSchema + '"] ' + part)?.focus();
   } catch (e) {
     catalogSummary("Could not load the catalog: " + e.message);
   }

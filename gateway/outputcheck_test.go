@@ -1,0 +1,177 @@
+package gateway
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgate/toolgate/gateway/audit/audittest"
+)
+
+// TestOutputChecked: a result of a tool that declares an outputSchema
+// (filesystem__list_directory's wants {"content": string}) is checked
+// against it. One that fits, and an isError result, come back unchanged;
+// one whose structuredContent does not fit, or that has none, comes back
+// whole (its content and structuredContent as the server sent them), with
+// a note after its content naming the field and what is wrong, and is
+// counted (Options.OutputMismatch), written in its audit record
+// (outputMismatch) and logged at warning level once for the tool. Before,
+// each came back as it was, with no word to the agent or the operator.
+func TestOutputChecked(t *testing.T) {
+	const prefix = "toolgate: this result's structuredContent does not fit the outputSchema filesystem__list_directory declares: "
+	const suffix = ". It is passed on as the server sent it: do not count on the shape search_tools showed."
+	text1 := []mcp.Content{&mcp.TextContent{Text: "listing"}}
+	for _, tc := range []struct {
+		name    string
+		res     *mcp.CallToolResult
+		problem string // "" = fits: unchanged
+	}{
+		{"fits", &mcp.CallToolResult{Content: text1, StructuredContent: map[string]any{"content": "a.txt"}}, ""},
+		{"fits, as sent", &mcp.CallToolResult{Content: text1, StructuredContent: json.RawMessage(`{"content": "a.txt", "n": 12345678901234567891}`)}, ""},
+		{"error", &mcp.CallToolResult{Content: text1, IsError: true}, ""},
+		{"error with structuredContent", &mcp.CallToolResult{Content: text1, IsError: true, StructuredContent: map[string]any{"code": 404.0}}, ""},
+		{"wrong type", &mcp.CallToolResult{Content: text1, StructuredContent: map[string]any{"content": 42.0}},
+			`"content" must be a string, not an integer (42)`},
+		{"missing", &mcp.CallToolResult{Content: text1, StructuredContent: json.RawMessage(`{"contents": "a.txt"}`)},
+			`structuredContent is missing the required field "content"`},
+		{"none", &mcp.CallToolResult{Content: text1}, noStructured},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			caller := &fakeCaller{call: func(server, tool string, _ map[string]any) (*mcp.CallToolResult, error) {
+				r := *tc.res
+				return &r, nil
+			}}
+			g, _ := newTestGateway(t, caller)
+			logs := &lockedBuffer{}
+			log := &audittest.Log{}
+			var counted []string
+			g = New(g.searcher, caller, &Options{
+				Logger:         slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn})),
+				Audit:          log,
+				OutputMismatch: func(server, tool string) { counted = append(counted, server+"/"+tool) },
+			})
+			cs := connect(t, g)
+			var res *mcp.CallToolResult
+			for range 2 {
+				res = call(t, cs, ExecuteToolName, map[string]any{"name": "filesystem__list_directory", "arguments": map[string]any{"path": "."}})
+			}
+			wantText := text(tc.res)
+			switch tc.problem {
+			case "":
+			case noStructured:
+				wantText += "toolgate: filesystem__list_directory declares an outputSchema, but this result has no structuredContent, which MCP requires of it: what the tool returned is the content above."
+			default:
+				wantText += prefix + tc.problem + suffix
+			}
+			if got := text(res); got != wantText {
+				t.Errorf("text\n%s\nwant\n%s", got, wantText)
+			}
+			if res.IsError != tc.res.IsError {
+				t.Errorf("isError %v, want the server's %v", res.IsError, tc.res.IsError)
+			}
+			var want any
+			if sc := tc.res.StructuredContent; sc != nil {
+				_ = json.Unmarshal(structuredJSON(sc), &want)
+			}
+			if diff := cmp.Diff(want, res.StructuredContent); diff != "" {
+				t.Errorf("structuredContent changed (-sent +got):\n%s", diff)
+			}
+			recs := log.Records()
+			if len(recs) != 2 {
+				t.Fatalf("%d audit records, want 2", len(recs))
+			}
+			wantProblem := tc.problem
+			var wantCounted []string
+			if tc.problem != "" {
+				wantCounted = []string{"filesystem/list_directory", "filesystem/list_directory"}
+			}
+			if recs[1].OutputMismatch != wantProblem || recs[1].Outcome != "ok" && !tc.res.IsError {
+				t.Errorf("audit record: outputMismatch %q outcome %q, want %q ok", recs[1].OutputMismatch, recs[1].Outcome, wantProblem)
+			}
+			if diff := cmp.Diff(wantCounted, counted); diff != "" {
+				t.Errorf("counted (-want +got):\n%s", diff)
+			}
+			warned := strings.Count(logs.String(), "tool result does not fit its output schema")
+			if want := min(len(wantCounted), 1); warned != want {
+				t.Errorf("%d warnings for two such results, want %d:\n%s", warned, want, logs)
+			}
+		})
+	}
+}
+
+// TestOutputProblemBounded: what is said of a result that does not fit is
+// one line of at most maxOutputProblem characters, however long the
+// value or the schema's words.
+func TestOutputProblemBounded(t *testing.T) {
+	long := strings.Repeat("ab\n", 2000)
+	tool := testCatalog[1] // filesystem__list_directory
+	tool.OutputSchema = json.RawMessage(`{"type":"object","properties":{"content":{"enum":["` + strings.Repeat("x", 5000) + `"]}}}`)
+	g, _ := newTestGateway(t, nil)
+	p := g.outputProblem("filesystem__list_directory", tool, &mcp.CallToolResult{StructuredContent: map[string]any{"content": long}})
+	if p == "" || len([]rune(p)) > maxOutputProblem || strings.Contains(p, "\n") {
+		t.Errorf("problem of %d characters (want 1 to %d, one line): %q", len([]rune(p)), maxOutputProblem, p)
+	}
+}
+
+// BenchmarkOutputProblem is what the check adds to a call of a tool that
+// declares an output schema: a read_graph-like schema and a result of 20
+// entities (about 2 KB of structuredContent, kept as sent).
+//
+//	go test ./gateway -run '^$' -bench OutputProblem -count 5
+func BenchmarkOutputProblem(b *testing.B) {
+	tool := testCatalog[1]
+	tool.OutputSchema = json.RawMessage(`{"type":"object","properties":{"entities":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"entityType":{"type":"string"},"observations":{"type":"array","items":{"type":"string"}}},"required":["name","entityType","observations"]}},"relations":{"type":"array","items":{"type":"object","properties":{"from":{"type":"string"},"to":{"type":"string"},"relationType":{"type":"string"}},"required":["from","to","relationType"]}}},"required":["entities","relations"]}`)
+	var ents []string
+	for i := range 20 {
+		ents = append(ents, fmt.Sprintf(`{"name":"entity %d","entityType":"person","observations":["likes tea","lives in Oslo","works on toolgate"]}`, i))
+	}
+	raw := json.RawMessage(`{"entities":[` + strings.Join(ents, ",") + `],"relations":[{"from":"entity 1","to":"entity 2","relationType":"knows"}]}`)
+	var decoded map[string]any
+	if err := json.Unmarshal(raw, &decoded); err != nil {
+		b.Fatal(err)
+	}
+	g, _ := newTestGateway(b, nil)
+	// decoded: as go-sdk hands most results over; raw: as kept when it
+	// holds an integer past 2^53, decoded once more for the check.
+	for name, sc := range map[string]any{"decoded": decoded, "raw": raw} {
+		b.Run(name, func(b *testing.B) {
+			res := &mcp.CallToolResult{StructuredContent: sc}
+			if p := g.outputProblem("filesystem__list_directory", tool, res); p != "" {
+				b.Fatal(p)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				g.outputProblem("filesystem__list_directory", tool, res)
+			}
+		})
+	}
+}
+
+// TestOutputProblemWords: what is wrong is said of structuredContent, with
+// the path of the field (as arguments' problems name theirs), and asks
+// nothing of the agent, which did not write it.
+func TestOutputProblemWords(t *testing.T) {
+	tool := testCatalog[1]
+	tool.OutputSchema = json.RawMessage(`{"type":"object","additionalProperties":false,"properties":{"entities":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}},"mode":{"enum":["a","b"]}}}`)
+	g, _ := newTestGateway(t, nil)
+	for _, tc := range []struct {
+		sc   string
+		want string
+	}{
+		{`{"entities": [{"name": 1}]}`, `"entities[].name" must be a string, not an integer (1)`},
+		{`{"entities": [{}]}`, `"entities[]" is missing the required field "name"`},
+		{`{"extra": 1}`, `"extra" is not a field of structuredContent`},
+		{`{"mode": "c"}`, `"mode" must be one of "a", "b", not "c"`},
+		{`[1, 2]`, `structuredContent must be an object, not an array ([1,2])`},
+	} {
+		got := g.outputProblem("filesystem__list_directory", tool, &mcp.CallToolResult{StructuredContent: json.RawMessage(tc.sc)})
+		if got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.sc, got, tc.want)
+		}
+	}
+}

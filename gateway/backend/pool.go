@@ -702,6 +702,9 @@ type Diff struct {
 	Changed   []string // stopped and started again with the new entry
 	Updated   []string // only fields of inPlace changed: applied in place, not restarted
 	Unchanged []string // left running, untouched
+	// Fields are the entry's fields that changed, by server of Changed
+	// and Updated (config.Server.Changes).
+	Fields map[string][]string
 }
 
 // Empty reports whether nothing changed.
@@ -766,6 +769,12 @@ func (p *Pool) ReconfigureWhy(ctx context.Context, servers []config.Server, why 
 			continue
 		}
 		changes := old.cfgs[s.Name].Changes(s)
+		if len(changes) > 0 {
+			if d.Fields == nil {
+				d.Fields = map[string][]string{}
+			}
+			d.Fields[s.Name] = changes
+		}
 		switch {
 		case len(changes) == 0:
 			next.byName[s.Name] = b

@@ -72,16 +72,18 @@ func TestReloadAudited(t *testing.T) {
 	}
 }
 
-// A server updated in place is recorded with the fields that may be so
-// applied, maxResultBytes among them: a reload that changed only it read
+// A server updated in place, or restarted, is recorded with the fields of
+// its entry that changed: a reload that changed only maxResultBytes read
 // "updated (timeouts, description, language: …)", none of which changed.
 func TestReloadAuditNamesInPlaceFields(t *testing.T) {
 	log := &audittest.Log{}
 	l := &Loop{opts: Options{Audit: log, ConfigPaths: []string{"servers.json"}}}
-	l.auditReload(&Reload{At: time.Now(), Trigger: "file changed", Updated: []string{"fs"}}, "file")
+	l.auditReload(&Reload{At: time.Now(), Trigger: "file changed", Updated: []string{"fs"}, Changed: []string{"git"},
+		fields: map[string][]string{"fs": {"maxResultBytes"}, "git": {"args", "env"}}}, "file")
 	recs := log.Records()
-	want := `server "fs" updated (timeouts, description, language or maxResultBytes: applied in place) in servers.json (file changed)`
-	if len(recs) != 1 || recs[0].Reason != want {
-		t.Errorf("records %+v, want one that reads %q", recs, want)
+	want := []string{`server "git" changed (args, env: restarted) in servers.json (file changed)`,
+		`server "fs" updated (maxResultBytes: applied in place) in servers.json (file changed)`}
+	if len(recs) != 2 || recs[0].Reason != want[0] || recs[1].Reason != want[1] {
+		t.Errorf("records %+v, want two that read %q", recs, want)
 	}
 }

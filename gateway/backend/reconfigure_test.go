@@ -72,7 +72,7 @@ func TestReconfigure(t *testing.T) {
 
 	changed := named(backendtest.Command(t, "normal", "RELOAD_MARK=2"), "change")
 	d := p.Reconfigure(context.Background(), []config.Server{named(srv, "add"), changed, named(srv, "keep")})
-	want := Diff{Added: []string{"add"}, Removed: []string{"drop"}, Changed: []string{"change"}, Unchanged: []string{"keep"}}
+	want := Diff{Added: []string{"add"}, Removed: []string{"drop"}, Changed: []string{"change"}, Unchanged: []string{"keep"}, Fields: map[string][]string{"change": {"env"}}}
 	if diff := cmp.Diff(want, d); diff != "" {
 		t.Fatalf("Diff (-want +got):\n%s", diff)
 	}
@@ -248,7 +248,7 @@ func TestReconfigureTimeoutsInPlace(t *testing.T) {
 	srv.CallTimeout = config.Duration{Duration: 200 * time.Millisecond}
 	srv.ConnectTimeout = config.Duration{Duration: 10 * time.Second}
 	d := p.Reconfigure(context.Background(), []config.Server{srv})
-	if diff := cmp.Diff(Diff{Updated: []string{"s"}}, d); diff != "" {
+	if diff := cmp.Diff(Diff{Updated: []string{"s"}, Fields: map[string][]string{"s": {"connectTimeout", "callTimeout"}}}, d); diff != "" {
 		t.Fatalf("Diff (-want +got):\n%s", diff)
 	}
 	_, err := p.CallTool(context.Background(), "s", "sleep", map[string]any{"ms": 5000})

@@ -173,14 +173,14 @@ func (g *Gateway) handleExecute(ctx context.Context, req *mcp.CallToolRequest) (
 	}
 	problem := g.outputProblem(a.Name, tool, res)
 	// Bounded first: the note on the output schema, after, is never cut.
-	out := g.bounded(ctx, tool, a.Name, res, forProtocol(req, res))
+	out, cut := g.bounded(ctx, tool, a.Name, res, forProtocol(req, res))
 	if problem != "" {
 		note.output = problem
 		g.warnOutput(a.Name, tool, problem)
 		if g.opts.OutputMismatch != nil {
 			g.opts.OutputMismatch(tool.Server, tool.Name)
 		}
-		out = outputNote(out, a.Name, problem)
+		out = outputNote(out, a.Name, problem, cut)
 	}
 	return out, nil
 }
@@ -188,13 +188,14 @@ func (g *Gateway) handleExecute(ctx context.Context, req *mcp.CallToolRequest) (
 // bounded is sent, res as forProtocol fits it to the client, with its
 // text trimmed to the bound of tool's server (Options.MaxResultBytes), as
 // the client would take it; a trimmed result is logged, told to
-// Options.Trimmed and noted for its audit record. The JSON text
+// Options.Trimmed and noted for its audit record; cut says its
+// structuredContent was cut or left out. The JSON text
 // forProtocol adds for an older client, which shows its model the content
 // alone, counts in place of the structuredContent it mirrors, not beside
 // it: the structuredContent goes whole with the text, or not at all when
 // the text was cut. Counted twice, a result within the bound for a new
 // client reached an old one "trimmed", whole, with a note to call again.
-func (g *Gateway) bounded(ctx context.Context, tool catalog.Tool, id string, res, sent *mcp.CallToolResult) *mcp.CallToolResult {
+func (g *Gateway) bounded(ctx context.Context, tool catalog.Tool, id string, res, sent *mcp.CallToolResult) (out *mcp.CallToolResult, cut bool) {
 	limit := DefaultMaxResultBytes
 	if g.opts.MaxResultBytes != nil {
 		if n := g.opts.MaxResultBytes(tool.Server); n > 0 {
@@ -210,7 +211,7 @@ func (g *Gateway) bounded(ctx context.Context, tool catalog.Tool, id string, res
 	}
 	out, t, ok := trimResult(in, limit, id, tool.InputSchema)
 	if !ok {
-		return sent
+		return sent, false
 	}
 	t.Server, t.Tool = tool.Server, tool.Name
 	noteOf(ctx).trimmed = t.Cut
@@ -218,7 +219,7 @@ func (g *Gateway) bounded(ctx context.Context, tool catalog.Tool, id string, res
 	if g.opts.Trimmed != nil {
 		g.opts.Trimmed(t)
 	}
-	return out
+	return out, t.structured || mirrored
 }
 
 // MaxToolWait bounds how long execute_tool waits, for a name its catalog

@@ -88,7 +88,7 @@ func runHealth(ctx context.Context, w io.Writer, f healthFlags) error {
 	// folder serves it, so the default address is asked, and whatever
 	// answers there must be the config's (noneLocal says why none was
 	// found on the data folder).
-	fellBack, noneLocal := false, ""
+	fellBack, noneLocal, localDir := false, "", ""
 	if front.addr == "" && f.config != "" {
 		cfg, err := config.Load(f.config)
 		if err != nil {
@@ -106,7 +106,7 @@ func runHealth(ctx context.Context, w io.Writer, f healthFlags) error {
 			case front.addr != "":
 				return anyPortError(dataDir, f.config, front.addr)
 			default:
-				fellBack, noneLocal = true, noGatewayOn(dataDir)
+				fellBack, noneLocal, localDir = true, noGatewayOn(dataDir), dataDir
 			}
 		}
 	}
@@ -135,7 +135,16 @@ func runHealth(ctx context.Context, w io.Writer, f healthFlags) error {
 			return fmt.Errorf("the gateway at %s: %w\nfix: %s", u, unwrapURLError(err), fix)
 		}
 		if _, ok := proxyenv.Refused(err); ok { // in one line, as health's every answer
-			return fmt.Errorf("no gateway answered at %s: %w: start one (toolgate serve --config FILE --http %s)", u, unwrapURLError(err), u.Host)
+			// With --config and none on its data folder: both said, and
+			// the command that starts its gateway here.
+			file, also := "FILE", ""
+			if fellBack {
+				file, also = f.config, noneLocal
+				if whyUnlisted(localDir) == "" {
+					also += " either"
+				}
+			}
+			return fmt.Errorf("no gateway answered at %s: %w%s: start one (toolgate serve --config %s --http %s)", u, unwrapURLError(err), also, file, u.Host)
 		}
 		return fmt.Errorf("no gateway answered at %s: %w", u, unwrapURLError(err))
 	}

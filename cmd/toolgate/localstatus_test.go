@@ -858,6 +858,32 @@ func TestHealthDefaultAddressOtherConfig(t *testing.T) {
 	}
 }
 
+// TestHealthConfigNoneAnswers: `toolgate health --config FILE` when no
+// gateway runs on the data folder and none listens at the default address
+// says both, and the command that starts FILE's gateway there: it said
+// `start one (toolgate serve --config FILE …)`, FILE as a placeholder.
+func TestHealthConfigNoneAnswers(t *testing.T) {
+	t.Setenv(envKey, "")
+	data := t.TempDir()
+	cfg := filepath.Join(t.TempDir(), "toolgate.json")
+	if err := os.WriteFile(cfg, []byte(`{"mcpServers": {"one": {"command": "true"}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	free := ln.Addr().String()
+	ln.Close()
+	f := healthFlags{config: cfg, dataDir: func(*config.File) string { return data }, timeout: 2 * time.Second, fallback: free}
+	var out bytes.Buffer
+	err = runHealth(context.Background(), &out, f)
+	want := "no gateway runs on the data folder " + data + " either: start one (toolgate serve --config " + cfg + " --http " + free + ")"
+	if err == nil || !strings.Contains(err.Error(), "nothing listens at "+free) || !strings.HasSuffix(err.Error(), want) || out.Len() > 0 {
+		t.Errorf("health --config with no gateway anywhere: %v\nwant it to end %q", err, want)
+	}
+}
+
 // A data folder that does not exist: status and logs say that no gateway
 // has started on it yet and how to start one (a newcomer's case), then,
 // for one it was removed under, how to find them; not that none runs there.

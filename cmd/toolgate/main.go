@@ -113,6 +113,12 @@ func newRootCmd(stop *shutdown.Controller) (*cobra.Command, *globals) {
 // (`toolgate keys revok ci`) fails rather than doing nothing quietly.
 func usageErrors(root *cobra.Command) {
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		// toolgate itself takes no argument: a word before the bad flag is
+		// a command it does not have (`toolgate serv --config x`), the
+		// mistake to name, not the command's flag.
+		if !cmd.HasParent() && cmd.Flags().NArg() > 0 {
+			return unknownWord(cmd, cmd.Flags().Arg(0), "command")
+		}
 		return usageError{fmt.Errorf("%s%w%s (see %s --help)", verb(cmd), err, flagMeant(cmd, err), cmd.CommandPath())}
 	})
 	// cobra adds its completion and help commands as the command line is

@@ -28,6 +28,9 @@ func init() { register(newServersCmd) }
 func newServersCmd(g *globals) *cobra.Command {
 	cmd := newServersListCmd(g, "servers --config FILE [--json]")
 	cmd.Short = "List, add, remove, enable, disable or restart the servers of a config"
+	// What a newcomer types to check a config file: `unknown command
+	// "check"` then suggests this.
+	cmd.SuggestFor = []string{"check", "validate"}
 	cmd.Long += `
 
 With a verb, it changes them:

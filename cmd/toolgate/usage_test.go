@@ -36,6 +36,12 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 		{[]string{"serve", "--config"}, "serve: flag needs an argument: --config"},
 		{[]string{"eval", "--limit-queries", "many"}, `eval: invalid argument "many" for "--limit-queries"`},
 		{[]string{"statuss"}, `unknown command "statuss" for "toolgate": did you mean "status"?`},
+		// An unknown command before a flag: the command named, not the flag
+		// (it said `unknown flag: --config: a flag of toolgate audit tail, …`);
+		// check and validate are what servers does to a config.
+		{[]string{"serv", "--config", cfg}, `unknown command "serv" for "toolgate": did you mean "serve"? (see toolgate --help)`},
+		{[]string{"check", "--config", cfg}, `unknown command "check" for "toolgate": did you mean "servers"? (see toolgate --help)`},
+		{[]string{"validate", "-c", cfg}, `unknown command "validate" for "toolgate": did you mean "servers"? (see toolgate --help)`},
 		{[]string{"keys", "revok", "ci"}, `unknown command "revok" for "toolgate keys": did you mean "revoke"?`},
 		{[]string{"auth", "bogus"}, `unknown command "bogus" for "toolgate auth"`},
 		{[]string{"servers", "disabel", "memory"}, `unknown command "disabel" for "toolgate servers": did you mean "disable"?`},

@@ -700,7 +700,7 @@ type Diff struct {
 	Added     []string // new servers, connecting (or idle when lazy)
 	Removed   []string // stopped and gone
 	Changed   []string // stopped and started again with the new entry
-	Updated   []string // only their timeouts changed: applied in place, not restarted
+	Updated   []string // only fields of inPlace changed: applied in place, not restarted
 	Unchanged []string // left running, untouched
 }
 
@@ -719,7 +719,7 @@ var inPlace = []string{"connectTimeout", "callTimeout", "keepAlive", "descriptio
 // name, a server that is no longer listed is removed, a new one added, one
 // whose entry changed (config.Server.Changes) is stopped and started again
 // with the new entry; one that did not change keeps running untouched.
-// A change of timeouts or description only is applied in place.
+// A change of the fields of inPlace only is applied in place.
 //
 // It returns at once. Stopping (stdin → SIGTERM → SIGKILL for stdio)
 // happens in the background, and Close waits for it. Added and changed

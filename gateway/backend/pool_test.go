@@ -281,24 +281,30 @@ func TestLateDiscoverAnswerIsWaitedForNextStart(t *testing.T) {
 	// The server refuses the initialize after its discover answer (go-sdk
 	// and the Python SDK mean to; strict-discover makes the fake do it
 	// every time): the first start fails (the same connect starts it again,
-	// patient, connectProbed, but the 5 s this one takes to start outlast
+	// patient, connectProbed, but the 5.5 s this one takes to start outlast
 	// the connect timeout), the supervisor's restart comes up, and so does
 	// a restart on request.
 	l := &testenv.LogBuffer{}
 	o := testOptions(l)
-	// The start delay (5 s) outlasts the probe's ceiling (4 s) and, twice,
-	// the connect timeout (8 s); a start waited for leaves 3 s for the
-	// process to start. With 3 s and 2 s it left 1 s: under -race at load
-	// 40 the process took up to 1.5 s to start, every restart ran out of
-	// the connect timeout (2 runs of 5 in the package).
-	o.ConnectTimeout = 8 * time.Second // ceiling 4s
+	// The first start answers discover only once the fallback's initialize
+	// comes (late-discover), whenever the probe gives up: its answer is
+	// late by the fallback itself, not by a delay that a slow start of the
+	// process could outrun or overrun. Every start serves 5.5 s after its
+	// process started (counted from the fork: a slow exec overlaps it),
+	// past the probe's ceiling (5 s): a start that did not wait for the
+	// discover answer would fall back again. The connect timeout (10 s)
+	// leaves 4.5 s for the handshake once it serves. With a delay of 5 s
+	// counted from the server's main and a connect timeout of 8 s, the
+	// race build at load 10 took 2 to 7 s to reach main: the first start's
+	// late answer came after its connect timeout, and every restart ran
+	// out of it (3 runs in 3 failed).
+	o.ConnectTimeout = 10 * time.Second // ceiling 5s
 	o.ProbeTimeout = 50 * time.Millisecond
-	// Restarts to spare: under load a start can also run out of the
-	// connect timeout before its late discover answer comes (the process
-	// itself took 1.1 s to start in a loaded CI), and the start after it
-	// is then the one refused; with one restart it stayed down.
+	// Restarts to spare: under load a start can still run out of the
+	// connect timeout, and the start after it is then the one refused.
 	o.RestartDelays = []time.Duration{10 * time.Millisecond, 10 * time.Millisecond, 10 * time.Millisecond}
-	srv := named(backendtest.Command(t, backendtest.ModeStrictDiscover, backendtest.EnvStartDelay+"=5s"), "docker")
+	srv := named(backendtest.Command(t, backendtest.ModeStrictDiscover, backendtest.EnvStartDelay+"=5500ms",
+		backendtest.EnvFirstMark+"="+filepath.Join(t.TempDir(), "started"), backendtest.EnvFirstModes+"="+backendtest.ModeLateDiscover), "docker")
 	srv.Args = append([]string{"-c", `cat | exec "$0" "$@"`, srv.Command}, srv.Args...)
 	srv.Command = "sh"
 	p := startPool(t, []config.Server{srv}, o)

@@ -31,6 +31,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/internal/mask"
 	"github.com/toolgate/toolgate/internal/oneline"
+	"github.com/toolgate/toolgate/internal/peek"
 	"github.com/toolgate/toolgate/internal/proxyenv"
 )
 
@@ -343,7 +344,7 @@ func streamRefusalOf(resp *http.Response, sse, login bool) *refusal {
 // describeRefusal is the refusal resp, an answer with an error status.
 func describeRefusal(resp *http.Response, login bool) *refusal {
 	m := resp.Request.Method
-	body := peekBody(resp, 4<<10)
+	body, _ := peek.Body(resp, 4<<10)
 	said := bodySays(resp.Header.Get("Content-Type"), body)
 	if strings.EqualFold(said, http.StatusText(resp.StatusCode)) || strings.EqualFold(said, resp.Status) {
 		said = "" // "Unauthorized" says nothing the status does not
@@ -391,19 +392,6 @@ func bodySays(contentType string, body []byte) string {
 		return htmlTitle(body)
 	}
 	return oneline.Cut(strings.TrimSpace(string(body)), 120)
-}
-
-// peekBody reads up to n bytes of resp's body and puts them back in front
-// of the rest, for whoever reads the body next.
-func peekBody(resp *http.Response, n int) []byte {
-	head := make([]byte, n)
-	k, _ := io.ReadFull(resp.Body, head)
-	head = head[:k]
-	resp.Body = struct {
-		io.Reader
-		io.Closer
-	}{io.MultiReader(bytes.NewReader(head), resp.Body), resp.Body}
-	return head
 }
 
 // notMCP describes an answer that was not MCP's.
@@ -639,7 +627,7 @@ func notMCPAnswer(resp *http.Response) *notMCP {
 	if resp.StatusCode != http.StatusOK || ct == "" || media == "application/json" || media == "text/event-stream" || resp.Request.Method == http.MethodDelete {
 		return nil
 	}
-	head := peekBody(resp, 4<<10)
+	head, _ := peek.Body(resp, 4<<10)
 	what := fmt.Sprintf("a %s answer", oneline.Cut(cmp.Or(media, ct), 60))
 	if media == "text/html" {
 		what = "an HTML page"
@@ -660,12 +648,7 @@ func notJSONAnswer(resp *http.Response, max int64) *notMCP {
 	if resp.StatusCode != http.StatusOK || media != "application/json" || resp.Request.Method != http.MethodPost {
 		return nil
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, max+1))
-	rest := resp.Body
-	resp.Body = struct {
-		io.Reader
-		io.Closer
-	}{io.MultiReader(bytes.NewReader(body), rest), rest}
+	body, err := peek.Body(resp, max+1)
 	if err != nil || int64(len(body)) > max || json.Valid(body) {
 		return nil
 	}

@@ -1106,7 +1106,11 @@ func (p *pings) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // dropped) fails the call, said so; the next call connects anew. A call
 // to such a gateway was waited for as long as it took.
 func TestDeadConnectionNoHeartbeat(t *testing.T) {
-	const silence = 100 * time.Millisecond
+	// The ping's wait is Silence at most (Options.PingWait): 1 s, not a
+	// time the ping's round trip may take under load. With 100 ms, a
+	// gateway that answered its pings was taken for dead in 4 runs of 20
+	// of the race build at load 14.
+	const silence = time.Second
 	h := &holder{started: make(chan struct{}, 1), release: make(chan struct{})}
 	g := gateway.New(newEngine(t), h, nil)
 	p := &pings{Handler: g.HTTPHandler(&gateway.HTTPOptions{Heartbeat: -1})}
@@ -1136,7 +1140,7 @@ func TestDeadConnectionNoHeartbeat(t *testing.T) {
 	}
 
 	// The network drops mid-call: the ping gets no answer either.
-	dropMidCall(t, cs, h, relay, "sent nothing for 100ms and did not answer a ping within 100ms", nil)
+	dropMidCall(t, cs, h, relay, "sent nothing for 1s and did not answer a ping within 1s", nil)
 }
 
 // swap is a handler that can be replaced while it serves (a gateway
@@ -1152,7 +1156,10 @@ func (s *swap) ServeHTTP(w http.ResponseWriter, r *http.Request) { (*s.h.Load())
 // pings. Its old beat was kept for good, and every call longer than
 // Silence was answered that the connection was dead.
 func TestGatewayRolledBackToNoBeat(t *testing.T) {
-	const silence = 100 * time.Millisecond
+	// Not a time its beats or the pings' round trips may take under load:
+	// with 100 ms, a gateway that beat every 20 ms, or answered its pings,
+	// was taken for dead in 7 runs of 20 of the race build at load 14.
+	const silence = time.Second
 	h := &holder{started: make(chan struct{}, 1), release: make(chan struct{})}
 	g := gateway.New(newEngine(t), h, nil)
 	beating := g.HTTPHandler(&gateway.HTTPOptions{Heartbeat: 20 * time.Millisecond})

@@ -589,6 +589,14 @@ func TestParseBad(t *testing.T) {
 			{`mcpServers["b"].maxResultBytes`, `got "100KB", want a whole number`},
 			{`toolgate.maxResultBytes`, `2000000000 is out of range: use 1 to 1073741824 bytes of text (or leave it out for the default)`},
 		}},
+		{"maxResultBytes 0 is no way to turn trimming off", `{"mcpServers": {
+			"a": {"command": "x", "maxResultBytes": 0},
+			"b": {"command": "x", "maxResultBytes": 0.0}},
+			"toolgate": {"maxResultBytes": 0}}`, nil, []want{
+			{`mcpServers["a"].maxResultBytes`, `0 is out of range (it does not turn trimming off: a bound at the top of the range does): use 1 to 1073741824 bytes of text (or leave it out for the toolgate section's value)`},
+			{`mcpServers["b"].maxResultBytes`, `0 is out of range (it does not turn trimming off`},
+			{`toolgate.maxResultBytes`, `0 is out of range (it does not turn trimming off: a bound at the top of the range does): use 1 to 1073741824 bytes of text (or leave it out for the default)`},
+		}},
 		{"restart ranges (decoded fine)", `{"mcpServers": {"a": {"command": "x", "restart": {"delays": ["-2s", "2h"], "stableAfter": "48h"}}},
 			"toolgate": {"restart": {"delays": [-1], "stableAfter": -5}}}`, nil, []want{
 			{`mcpServers["a"].restart.delays[0]`, "-2s is out of range: use 0s to 1h0m0s"},

@@ -17,10 +17,11 @@ func TestServerLanguage(t *testing.T) {
 		t.Errorf("language = %q", got)
 	}
 	for _, tc := range []struct{ in, want string }{
-		{`{"mcpServers": {"a": {"command": "x", "language": "german"}}}`, `mcpServers["a"].language: unknown language "german": use one of the codes da (Danish), de (German), en (English), es (Spanish), fi (Finnish), fr (French)`},
-		{`{"mcpServers": {"a": {"command": "x", "language": "DE"}}}`, `unknown language "DE": use one of the codes ("de")`},
-		{`{"mcpServers": {"a": {"command": "x", "language": "fr-CA"}}}`, `unknown language "fr-CA": use one of the codes ("fr": one stemmer for every region)`},
-		{`{"mcpServers": {"a": {"command": "x", "language": "ja"}}}`, `leave it out for English`},
+		{`{"mcpServers": {"a": {"command": "x", "language": "german"}}}`, `mcpServers["a"].language: unknown language "german": write "de" (German), one of the codes da (Danish), de (German), en (English), es (Spanish), fi (Finnish), fr (French)`},
+		{`{"mcpServers": {"a": {"command": "x", "language": "DE"}}}`, `unknown language "DE": write "de" (German), one of the codes`},
+		{`{"mcpServers": {"a": {"command": "x", "language": "fr-CA"}}}`, `unknown language "fr-CA": write "fr" (French: one stemmer for every region), one of the codes`},
+		{`{"mcpServers": {"a": {"command": "x", "language": "ja"}}}`, `need no "language": leave it out`},
+		{`{"mcpServers": {"a": {"command": "x", "language": "klingon"}}}`, `leave it out for English`},
 		{`{"mcpServers": {"a": {"command": "x", "language": 7}}}`, `mcpServers["a"].language: got a number, want a string`},
 	} {
 		_, err := Parse([]byte(tc.in), "", nil)

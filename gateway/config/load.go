@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/toolgate/toolgate/internal/dirs"
@@ -583,7 +584,7 @@ func (p *parser) server(name string, raw json.RawMessage) (Server, bool) {
 	s.ConnectTimeout = d.duration("connectTimeout")
 	s.CallTimeout = d.duration("callTimeout")
 	s.KeepAlive = d.duration("keepAlive")
-	s.MaxResultBytes = int(d.int("maxResultBytes"))
+	s.MaxResultBytes = d.resultBytes("maxResultBytes", "the toolgate section's value")
 	s.Lazy = d.bool("lazy")
 	s.IdleTimeout = d.duration("idleTimeout")
 	s.Restart = d.restart("restart")
@@ -854,6 +855,20 @@ func (d *fields) int(key string) int64 {
 		return 0
 	}
 	return int64(f)
+}
+
+// resultBytes decodes a maxResultBytes. A 0 written is out of range,
+// said here since a 0 decoded is the key left out (orElse applies): one
+// who writes it may mean no bound, which a bound at the range's top is.
+func (d *fields) resultBytes(key, orElse string) int {
+	n := int(d.int(key))
+	if r, ok := d.raw(key); ok && n == 0 {
+		if f, err := strconv.ParseFloat(strings.TrimSpace(string(r)), 64); err == nil && f == 0 {
+			d.errorf(key, "0 is out of range (it does not turn trimming off: a bound at the top of the range does): use 1 to %d bytes of text (or leave it out for %s)",
+				maxResultBytesLimit, orElse)
+		}
+	}
+	return n
 }
 
 func (d *fields) float(key string) float64 {

@@ -105,7 +105,7 @@ func (p *parser) settings(raw json.RawMessage, s *Settings) {
 	s.ConnectTimeout = d.duration("connectTimeout")
 	s.CallTimeout = d.duration("callTimeout")
 	s.KeepAlive = d.duration("keepAlive")
-	s.MaxResultBytes = int(d.int("maxResultBytes"))
+	s.MaxResultBytes = d.resultBytes("maxResultBytes", "the default")
 	s.MaxConcurrentConnects = int(d.int("maxConcurrentConnects"))
 	if r := d.restart("restart"); r != nil {
 		s.Restart = *r
@@ -418,7 +418,7 @@ func (s *Settings) validateSecurity() []*FieldError {
 }
 
 // checkResultBytes says what is wrong with n as a maxResultBytes ("" when
-// it is fine; 0 is the default).
+// it is fine; 0 is the key left out: the default).
 func checkResultBytes(n int) string {
 	if n < 0 || n > maxResultBytesLimit {
 		return fmt.Sprintf("%d is out of range: use 1 to %d bytes of text", n, maxResultBytesLimit)

@@ -71,3 +71,17 @@ func TestReloadAudited(t *testing.T) {
 		t.Errorf("a management tool's reload wrote %+v, want no record", got)
 	}
 }
+
+// A server updated in place is recorded with the fields that may be so
+// applied, maxResultBytes among them: a reload that changed only it read
+// "updated (timeouts, description, language: …)", none of which changed.
+func TestReloadAuditNamesInPlaceFields(t *testing.T) {
+	log := &audittest.Log{}
+	l := &Loop{opts: Options{Audit: log, ConfigPaths: []string{"servers.json"}}}
+	l.auditReload(&Reload{At: time.Now(), Trigger: "file changed", Updated: []string{"fs"}}, "file")
+	recs := log.Records()
+	want := `server "fs" updated (timeouts, description, language or maxResultBytes: applied in place) in servers.json (file changed)`
+	if len(recs) != 1 || recs[0].Reason != want {
+		t.Errorf("records %+v, want one that reads %q", recs, want)
+	}
+}

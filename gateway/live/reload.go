@@ -280,7 +280,7 @@ func (l *Loop) auditReload(r *Reload, transport string) *Reload {
 		what  string
 	}{
 		{r.Added, "added to"}, {r.Removed, "removed from"}, {r.Changed, "changed in"},
-		{r.Updated, "updated (timeouts, description, language: applied in place) in"},
+		{r.Updated, "updated (timeouts, description, language or maxResultBytes: applied in place) in"},
 	} {
 		for _, name := range c.names {
 			rec.Server, rec.Reason = name, fmt.Sprintf("server %q %s %s (%s)", name, c.what, file, r.Trigger)

@@ -45,7 +45,10 @@ func LanguageCodes() []string {
 
 // CanonicalLanguage is the Tool.Language of a server whose config says
 // lang: "" for English ("" or "en"), the code itself for one of
-// Languages, else an error that names the codes it may be.
+// Languages, else an error that names the codes it may be: the one lang
+// means when it is a language's English name, or a code in capitals or
+// with a region ("German", "DE", "de-AT" → "de"), and, for Chinese,
+// Japanese and Korean, that the keyword index reads them without one.
 func CanonicalLanguage(lang string) (string, error) {
 	switch {
 	case lang == "" || lang == English:
@@ -53,21 +56,43 @@ func CanonicalLanguage(lang string) (string, error) {
 	case Languages[lang] != "":
 		return lang, nil
 	}
+	name := func(code string) string {
+		if code == English {
+			return "English"
+		}
+		return Languages[code]
+	}
 	var list []string
 	for _, c := range LanguageCodes() {
-		name := "English"
-		if c != English {
-			name = Languages[c]
-		}
-		list = append(list, c+" ("+name+")")
+		list = append(list, c+" ("+name(c)+")")
 	}
-	hint := ""
-	if l := strings.ToLower(strings.TrimSpace(lang)); l != lang && (l == English || Languages[l] != "") {
-		hint = fmt.Sprintf(" (%q)", l)
-	} else if len(lang) > 2 && (lang[2] == '-' || lang[2] == '_') {
-		if l := strings.ToLower(lang[:2]); l == English || Languages[l] != "" {
-			hint = fmt.Sprintf(" (%q: one stemmer for every region)", l)
+	codes := strings.Join(list, ", ")
+	l := strings.ToLower(strings.TrimSpace(lang))
+	base, region := l, false
+	if len(l) > 2 && (l[2] == '-' || l[2] == '_') {
+		base, region = l[:2], true
+	}
+	switch base {
+	case "zh", "ja", "ko":
+		return "", fmt.Errorf("unknown language %q: Chinese, Japanese and Korean need no \"language\": leave it out "+
+			"(the keyword index reads them in every server's tools: Chinese and Japanese in pairs of characters, Korean by its words); "+
+			"the codes are for the languages it stems: %s", lang, codes)
+	}
+	code := ""
+	if name(base) != "" {
+		code = base
+	}
+	for _, c := range LanguageCodes() {
+		if strings.EqualFold(l, name(c)) {
+			code, region = c, false
 		}
 	}
-	return "", fmt.Errorf("unknown language %q: use one of the codes%s %s", lang, hint, strings.Join(list, ", "))
+	if code == "" {
+		return "", fmt.Errorf("unknown language %q: use one of the codes %s", lang, codes)
+	}
+	why := name(code)
+	if region {
+		why += ": one stemmer for every region"
+	}
+	return "", fmt.Errorf("unknown language %q: write %q (%s), one of the codes %s", lang, code, why, codes)
 }

@@ -34,3 +34,26 @@ func TestJSONLLanguage(t *testing.T) {
 		t.Errorf("a tool's language does not change the catalog's fingerprint")
 	}
 }
+
+// TestUnknownLanguageNamesTheCode: a value that means one of the codes (a
+// language's English name, the code in capitals or with a region) is told
+// the code to write, and Chinese, Japanese or Korean, which every server's
+// text is read in without a "language", is told to leave it out.
+func TestUnknownLanguageNamesTheCode(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"german", `unknown language "german": write "de" (German), one of the codes da (Danish), de (German), en (English)`},
+		{"French", `unknown language "French": write "fr" (French), one of the codes`},
+		{"English", `unknown language "English": write "en" (English), one of the codes`},
+		{"DE", `unknown language "DE": write "de" (German), one of the codes`},
+		{"fr-CA", `unknown language "fr-CA": write "fr" (French: one stemmer for every region), one of the codes`},
+		{"pt_BR", `unknown language "pt_BR": write "pt" (Portuguese: one stemmer for every region), one of the codes`},
+		{"ja", `unknown language "ja": Chinese, Japanese and Korean need no "language": leave it out (the keyword index reads them in every server's tools: Chinese and Japanese in pairs of characters, Korean by its words); the codes are for the languages it stems: da (Danish)`},
+		{"zh-CN", `unknown language "zh-CN": Chinese, Japanese and Korean need no "language": leave it out`},
+		{"klingon", `unknown language "klingon": use one of the codes da (Danish)`},
+	} {
+		_, err := CanonicalLanguage(tc.in)
+		if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+			t.Errorf("CanonicalLanguage(%q) = %v\nwant it to start %q", tc.in, err, tc.want)
+		}
+	}
+}

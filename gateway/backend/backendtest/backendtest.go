@@ -63,7 +63,10 @@ const (
 	// the "progress" tool (to test masking).
 	EnvLogSays = "TOOLGATE_TEST_LOG_SAYS"
 	// EnvStartDelay delays the start of serving (a Go duration, e.g. "2s"),
-	// like an npx cold start.
+	// like an npx cold start, counted from the process's start (its fork,
+	// on Linux): a slow exec and start-up of the race-built test binary on
+	// a loaded machine (up to 7 s at load 10) is part of the delay, not
+	// added to it.
 	EnvStartDelay = "TOOLGATE_TEST_START_DELAY"
 	// EnvStartAt delays the start of serving until a moment (RFC 3339 with
 	// nanoseconds): a delay that a slow process start does not add to, for
@@ -77,6 +80,11 @@ const (
 	// EnvDiscoverDelay is how late "slow-discover" answers server/discover
 	// (a Go duration; default 4s).
 	EnvDiscoverDelay = "TOOLGATE_TEST_DISCOVER_DELAY"
+	// EnvFirstMark names a file that the first process started with it
+	// creates; that process alone adds the modes of EnvFirstModes to
+	// EnvMode's: a server that behaves otherwise at its first start.
+	EnvFirstMark  = "TOOLGATE_TEST_FIRST_MARK"
+	EnvFirstModes = "TOOLGATE_TEST_FIRST_MODES"
 )
 
 // Modes. "normal" (or "") gives the tools echo, add and sleep; every other mode
@@ -90,6 +98,7 @@ const (
 	ModeExitOnDiscover  = "exit-on-discover"  // legacy server that takes only initialize as its first message: any other first line ends it (status 1, nothing on stdout), as rmcp 0.8.5's stdio server does
 	ModeStrictDiscover  = "strict-discover"   // refuses a legacy initialize that follows server/discover, every time (see strictDiscover)
 	ModeSlowDiscover    = "slow-discover"     // answers server/discover EnvDiscoverDelay late, everything else (a ping) at once (NewHTTPServer too, having taken it at once)
+	ModeLateDiscover    = "late-discover"     // answers server/discover only once a legacy initialize follows it (the client gave up on the answer and fell back), everything else at once: an answer late by the client's own fallback, not by a delay
 	ModeStateless       = "stateless"         // (NewHTTPServer, http) go-sdk's stateless handler, which speaks 2026-07-28 too (the stateful one refuses it)
 	ModePropagateCancel = "propagate-cancel"  // (NewHTTPServer, http, stateless) a 2026-07-28 call's handler ends when its POST closes (go-sdk's PropagateRequestCancellation; without it, nothing cancels it)
 	ModeNewProtocolOnly = "new-protocol-only" // speaks protocol 2026-07-28 alone: refuses a legacy initialize
@@ -161,7 +170,44 @@ func ParseModes(s string) Modes {
 // exits the process. Call it from TestMain when IsChild is true.
 func Main() {
 	modes := ParseModes(os.Getenv(EnvMode))
+	if mark := os.Getenv(EnvFirstMark); mark != "" {
+		if f, err := os.OpenFile(mark, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600); err == nil {
+			_ = f.Close()
+			maps.Copy(modes, ParseModes(os.Getenv(EnvFirstModes)))
+		}
+	}
 	os.Exit(run(modes))
+}
+
+// sinceStart is how long ago this process started (forked), from
+// /proc/self/stat's start time against /proc/uptime, both in clock ticks
+// of 10 ms since boot; ok is false where they cannot be read.
+func sinceStart() (d time.Duration, ok bool) {
+	stat, err := os.ReadFile("/proc/self/stat")
+	if err != nil {
+		return 0, false
+	}
+	up, err := os.ReadFile("/proc/uptime")
+	if err != nil {
+		return 0, false
+	}
+	// The fields after the command's closing parenthesis start at the
+	// third (the state); the start time is the 22nd.
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0, false
+	}
+	fields, upFields := strings.Fields(string(stat[i+1:])), strings.Fields(string(up))
+	if len(fields) < 20 || len(upFields) == 0 {
+		return 0, false
+	}
+	const userHZ = 100 // USER_HZ: fixed at 100 on Linux, whatever the kernel's HZ
+	ticks, err1 := strconv.ParseInt(fields[22-3], 10, 64)
+	uptime, err2 := strconv.ParseFloat(upFields[0], 64)
+	if err1 != nil || err2 != nil {
+		return 0, false
+	}
+	return time.Duration(uptime*float64(time.Second)) - time.Duration(ticks)*time.Second/userHZ, true
 }
 
 func run(modes Modes) int {
@@ -182,6 +228,9 @@ func run(modes Modes) int {
 		return 3
 	}
 	if d, err := time.ParseDuration(os.Getenv(EnvStartDelay)); err == nil {
+		if age, ok := sinceStart(); ok {
+			d -= age
+		}
 		time.Sleep(d)
 	}
 	if at, err := time.Parse(time.RFC3339Nano, os.Getenv(EnvStartAt)); err == nil {
@@ -212,15 +261,22 @@ func run(modes Modes) int {
 		}
 		in = io.NopCloser(io.MultiReader(bytes.NewReader(first), br))
 	}
+	var fellBack chan struct{}
+	if modes[ModeLateDiscover] {
+		// Read first, on stdin itself: strict-discover holds the
+		// initialize until the discover answer is out.
+		fellBack = make(chan struct{})
+		in = editRequests(in, initializeAfterDiscover(fellBack))
+	}
 	switch {
 	case modes[ModeIgnoreDiscover]:
-		in = editRequests(os.Stdin, dropDiscover)
+		in = editRequests(in, dropDiscover)
 	case modes[ModeStrictDiscover]:
 		sd := &strictDiscover{w: os.Stdout, answered: make(chan struct{})}
-		in, out = editRequests(os.Stdin, sd.edit), sd
+		in, out = editRequests(in, sd.edit), sd
 	}
-	if modes[ModeSlowDiscover] {
-		sl := &slowDiscover{w: out, delay: 4 * time.Second}
+	if modes[ModeSlowDiscover] || fellBack != nil {
+		sl := &slowDiscover{w: out, delay: 4 * time.Second, after: fellBack}
 		if d, err := time.ParseDuration(os.Getenv(EnvDiscoverDelay)); err == nil {
 			sl.delay = d
 		}
@@ -309,6 +365,23 @@ func dropDiscover(method string, line []byte) []byte {
 		return nil
 	}
 	return line
+}
+
+// initializeAfterDiscover is an editRequests edit that closes fellBack when
+// an initialize follows a server/discover: the client gave up waiting for
+// the discover answer and fell back to the legacy handshake.
+func initializeAfterDiscover(fellBack chan struct{}) func(method string, line []byte) []byte {
+	discovered := false
+	var once sync.Once
+	return func(method string, line []byte) []byte {
+		switch {
+		case method == "server/discover":
+			discovered = true
+		case method == "initialize" && discovered:
+			once.Do(func() { close(fellBack) })
+		}
+		return line
+	}
 }
 
 // strictDiscover makes an initialize that follows a server/discover one of
@@ -417,6 +490,7 @@ func answers(line []byte, id string) bool {
 type slowDiscover struct {
 	w     io.Writer
 	delay time.Duration
+	after <-chan struct{} // when not nil, the answer waits for it to close instead of delay
 
 	mu  sync.Mutex // w's writes, id and buf
 	id  string     // the discover request's JSON-RPC id, "" until it is read
@@ -444,12 +518,21 @@ func (sl *slowDiscover) Write(p []byte) (int, error) {
 		line := slices.Clone(sl.buf[:i+1])
 		sl.buf = sl.buf[i+1:]
 		if sl.id != "" && answers(line, sl.id) {
-			fmt.Fprintf(os.Stderr, "slow-discover: answering server/discover in %s\n", sl.delay)
-			time.AfterFunc(sl.delay, func() {
+			send := func() {
 				sl.mu.Lock()
 				defer sl.mu.Unlock()
 				_, _ = sl.w.Write(line)
-			})
+			}
+			if sl.after != nil {
+				fmt.Fprintln(os.Stderr, "late-discover: answering server/discover once an initialize follows it")
+				go func() {
+					<-sl.after
+					send()
+				}()
+				continue
+			}
+			fmt.Fprintf(os.Stderr, "slow-discover: answering server/discover in %s\n", sl.delay)
+			time.AfterFunc(sl.delay, send)
 			continue
 		}
 		if _, err := sl.w.Write(line); err != nil {

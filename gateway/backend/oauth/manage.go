@@ -13,6 +13,7 @@ import (
 	"net/url"
 
 	"github.com/toolgate/toolgate/internal/oneline"
+	"github.com/toolgate/toolgate/internal/peek"
 )
 
 // Client management (RFC 7592): an authorization server may answer a
@@ -40,13 +41,7 @@ func (c *registrationCapture) RoundTrip(req *http.Request) (*http.Response, erro
 	if err != nil || (resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusCreated) {
 		return resp, err
 	}
-	body, rerr := io.ReadAll(io.LimitReader(resp.Body, maxRegistrationBody+1))
-	rest := resp.Body
-	resp.Body = struct {
-		io.Reader
-		io.Closer
-	}{io.MultiReader(bytes.NewReader(body), rest), rest}
-	if rerr == nil {
+	if body, err := peek.Body(resp, maxRegistrationBody+1); err == nil {
 		c.body = body
 	}
 	return resp, nil

@@ -173,33 +173,45 @@ func (g *Gateway) handleExecute(ctx context.Context, req *mcp.CallToolRequest) (
 	}
 	problem := g.outputProblem(a.Name, tool, res)
 	// Bounded first: the note on the output schema, after, is never cut.
-	out := g.bounded(ctx, tool, a.Name, forProtocol(req, res))
+	out, cut := g.bounded(ctx, tool, a.Name, res, forProtocol(req, res))
 	if problem != "" {
 		note.output = problem
 		g.warnOutput(a.Name, tool, problem)
 		if g.opts.OutputMismatch != nil {
 			g.opts.OutputMismatch(tool.Server, tool.Name)
 		}
-		out = outputNote(out, a.Name, problem)
+		out = outputNote(out, a.Name, problem, cut)
 	}
 	return out, nil
 }
 
-// bounded is res with its text trimmed to the bound of tool's server
-// (Options.MaxResultBytes), as the client would take it (after
-// forProtocol: a JSON mirror added for an older client counts too); a
-// trimmed result is logged, told to Options.Trimmed and noted for its
-// audit record.
-func (g *Gateway) bounded(ctx context.Context, tool catalog.Tool, id string, res *mcp.CallToolResult) *mcp.CallToolResult {
+// bounded is sent, res as forProtocol fits it to the client, with its
+// text trimmed to the bound of tool's server (Options.MaxResultBytes), as
+// the client would take it; a trimmed result is logged, told to
+// Options.Trimmed and noted for its audit record; cut says its
+// structuredContent was cut or left out. The JSON text
+// forProtocol adds for an older client, which shows its model the content
+// alone, counts in place of the structuredContent it mirrors, not beside
+// it: the structuredContent goes whole with the text, or not at all when
+// the text was cut. Counted twice, a result within the bound for a new
+// client reached an old one "trimmed", whole, with a note to call again.
+func (g *Gateway) bounded(ctx context.Context, tool catalog.Tool, id string, res, sent *mcp.CallToolResult) (out *mcp.CallToolResult, cut bool) {
 	limit := DefaultMaxResultBytes
 	if g.opts.MaxResultBytes != nil {
 		if n := g.opts.MaxResultBytes(tool.Server); n > 0 {
 			limit = n
 		}
 	}
-	out, t, ok := trimResult(res, limit, id, tool.InputSchema)
+	in := sent
+	mirrored := sent != nil && sent.StructuredContent != nil && !slices.ContainsFunc(res.Content, isText) && slices.ContainsFunc(sent.Content, isText)
+	if mirrored {
+		bare := *sent
+		bare.StructuredContent = nil
+		in = &bare
+	}
+	out, t, ok := trimResult(in, limit, id, tool.InputSchema)
 	if !ok {
-		return res
+		return sent, false
 	}
 	t.Server, t.Tool = tool.Server, tool.Name
 	noteOf(ctx).trimmed = t.Cut
@@ -207,7 +219,7 @@ func (g *Gateway) bounded(ctx context.Context, tool catalog.Tool, id string, res
 	if g.opts.Trimmed != nil {
 		g.opts.Trimmed(t)
 	}
-	return out
+	return out, t.structured || mirrored
 }
 
 // MaxToolWait bounds how long execute_tool waits, for a name its catalog

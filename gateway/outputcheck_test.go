@@ -175,3 +175,34 @@ func TestOutputProblemWords(t *testing.T) {
 		}
 	}
 }
+
+// TestOutputNoteAfterTrim: a result whose structuredContent does not fit
+// the output schema and is over maxResultBytes gets both notes, the
+// trim's first. The output note no longer says the structuredContent is
+// passed on as the server sent it: the trim cut it (or left it out), as
+// the note before says. It said both.
+func TestOutputNoteAfterTrim(t *testing.T) {
+	for name, limit := range map[string]int{"cut": 5000, "left out": 700} {
+		t.Run(name, func(t *testing.T) {
+			caller := &fakeCaller{call: func(string, string, map[string]any) (*mcp.CallToolResult, error) {
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "listing"}},
+					StructuredContent: map[string]any{"content": 42.0, "rows": strings.Split(strings.Repeat("a row,", 3000), ",")}}, nil
+			}}
+			g, _ := newTestGateway(t, caller)
+			g = New(g.searcher, caller, &Options{MaxResultBytes: func(string) int { return limit }})
+			res := call(t, connect(t, g), ExecuteToolName, map[string]any{"name": "filesystem__list_directory", "arguments": map[string]any{"path": "."}})
+			n := len(res.Content)
+			if n < 3 {
+				t.Fatalf("%d blocks, want the text, the trim's note and the output note", n)
+			}
+			trim, out := res.Content[n-2].(*mcp.TextContent).Text, res.Content[n-1].(*mcp.TextContent).Text
+			if !strings.Contains(trim, "structuredContent") || !strings.Contains(trim, "maxResultBytes") {
+				t.Errorf("the trim's note: %s", trim)
+			}
+			want := `toolgate: this result's structuredContent does not fit the outputSchema filesystem__list_directory declares: "content" must be a string, not an integer (42). It was trimmed to maxResultBytes as the note above says: do not count on the shape search_tools showed.`
+			if out != want {
+				t.Errorf("the output note:\n%s\nwant\n%s", out, want)
+			}
+		})
+	}
+}

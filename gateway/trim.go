@@ -38,6 +38,8 @@ type Trimmed struct {
 	Server, Tool string
 	Limit        int
 	Bytes, Cut   int
+	// structured says the structuredContent was cut or left out.
+	structured bool
 }
 
 // trimming is what trimResult did to each part, for the note.
@@ -121,7 +123,7 @@ func trimResult(res *mcp.CallToolResult, limit int, id string, schema json.RawMe
 	}
 	tr.kept = limit - room
 	o.Content = append(o.Content, &mcp.TextContent{Text: tr.note(id, narrowingArgs(schema))})
-	return &o, Trimmed{Limit: limit, Bytes: total, Cut: total - tr.kept}, true
+	return &o, Trimmed{Limit: limit, Bytes: total, Cut: total - tr.kept, structured: tr.scBytes > 0}, true
 }
 
 // note says what trimResult left out and what the agent can do.

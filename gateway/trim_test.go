@@ -282,6 +282,44 @@ func TestTrimmedForOldClients(t *testing.T) {
 	}
 }
 
+// TestOldClientsMirrorCountsOnce: a client before 2025-06-18 shows its
+// model the JSON text forProtocol adds for a structuredContent, not the
+// structuredContent itself; the bound counts that text once. A result of
+// 3,500 bytes of JSON under a bound of 5,000 reached a new client whole and
+// an old one with a note that it was trimmed (the text whole, its
+// structuredContent cut) and to call again with narrower arguments.
+func TestOldClientsMirrorCountsOnce(t *testing.T) {
+	var rows []any
+	for i := range 150 {
+		rows = append(rows, map[string]any{"id": i, "name": fmt.Sprintf("row %d", i)})
+	}
+	sc := map[string]any{"rows": rows}
+	raw, _ := json.Marshal(sc)
+	if n := len(raw); n < 2600 || n > 5000 {
+		t.Fatalf("the JSON is %d bytes, want more than half the bound of 5000, and less", n)
+	}
+	log := &audittest.Log{}
+	var told []Trimmed
+	fs := &fakeSearcher{tools: []catalog.Tool{bigTool}, search: func(search.Query) (search.Result, error) { return search.Result{}, nil }}
+	g := New(fs, &fakeCaller{call: func(string, string, map[string]any) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{StructuredContent: sc}, nil
+	}}, &Options{Audit: log, MaxResultBytes: func(string) int { return 5000 }, Trimmed: func(t Trimmed) { told = append(told, t) }})
+	cs := connectClient(t, g, mcp.NewClient(&mcp.Implementation{Name: "old"}, nil), "2024-11-05")
+	got := execBig(t, cs)
+	if len(got.Content) != 1 {
+		t.Fatalf("%d blocks (%v), want the JSON text alone", len(got.Content), got.Content)
+	}
+	if js := got.Content[0].(*mcp.TextContent).Text; !jsonEqual(t, []byte(js), raw) {
+		t.Errorf("the JSON text: %.200s…, want the structuredContent's whole", js)
+	}
+	if len(told) != 0 {
+		t.Errorf("told of a trim: %+v", told)
+	}
+	if r := log.Records(); len(r) != 1 || r[0].TrimmedBytes != 0 {
+		t.Errorf("audit records %+v, want one without trimmedBytes", r)
+	}
+}
+
 // BenchmarkBoundOrdinaryResult is what the bound costs a call whose
 // result is within it (every ordinary one): a text and a decoded
 // structuredContent, as the bundled everything's get-structured-content

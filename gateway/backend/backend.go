@@ -1298,7 +1298,9 @@ func (b *backend) call(ctx context.Context, tool string, args map[string]any) (*
 	// go-sdk said the status text and the call read "connection lost
 	// during the call". A JSON-RPC error in such a body is the server's
 	// own answer (below).
-	if rf, n := r.refused(); rf != nil && !rf.rpc && n > refusedBefore && ctx.Err() == nil && !errors.Is(context.Cause(cctx), ErrCallTimeout) {
+	// A refusal of one call alone (callOnly) is that call's error: the
+	// session went on, and another call that failed meanwhile read it.
+	if rf, n := r.refused(); rf != nil && !rf.rpc && n > refusedBefore && (!rf.callOnly || rf.call == exact) && ctx.Err() == nil && !errors.Is(context.Cause(cctx), ErrCallTimeout) {
 		if rf.sessionGone() && rf.call == exact && !errors.Is(err, mcp.ErrSessionMissing) {
 			// This call's own request was answered 404 on its session, so
 			// the server did not run it (callTool sends it again). go-sdk

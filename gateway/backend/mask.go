@@ -96,8 +96,8 @@ func MaskError(err error, mask func(string) string) error { return maskErr(err, 
 
 // maskErr hides the secrets mask knows in err's text: a backend's errors
 // reach /status, the console, logs and execute_tool's answer. An
-// UnavailableError stays one (the gateway reads its Err), masked inside,
-// and OwnWords stays them, each part masked (what a key that is not admin
+// UnavailableError and a RefusedError stay one (the gateway reads their
+// Err), masked inside, and OwnWords stays them, each part masked (what a key that is not admin
 // reads of it stays the gateway's words), as do a refusal's and a login's
 // errors around them.
 func maskErr(err error, mask func(string) string) error {
@@ -108,6 +108,11 @@ func maskErr(err error, mask func(string) string) error {
 	case *UnavailableError:
 		if inner := maskErr(e.Err, mask); inner != e.Err {
 			return &UnavailableError{Server: e.Server, Err: inner}
+		}
+		return err
+	case *RefusedError:
+		if inner := maskErr(e.Err, mask); inner != e.Err {
+			return &RefusedError{Server: e.Server, Err: inner}
 		}
 		return err
 	case *OwnWords:

@@ -1744,3 +1744,65 @@ func TestToolListTooDeep(t *testing.T) {
 		t.Errorf("state %s, error %q; want it to say %q", st.State, st.Err, want)
 	}
 }
+
+// TestScopeRefusalIsThatCallsAlone: a 403 insufficient_scope refuses the
+// one call it answered (scopeRefusalAnswer) and the session stays, so
+// other calls go on meanwhile. One of those that fails in its own way (a
+// JSON-RPC error of the server's, here) says its own error: it read the
+// other call's refusal, "refused the call: … wants the scopes …", as the
+// refusal was the last one the session had.
+func TestScopeRefusalIsThatCallsAlone(t *testing.T) {
+	type call struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Params struct {
+			Arguments struct {
+				Text string `json:"text"`
+			} `json:"arguments"`
+		} `json:"params"`
+	}
+	arrived, refusedSent := make(chan struct{}), make(chan struct{})
+	srv := behindFront(t, backendtest.NewHTTPServer(t, config.TypeHTTP, backendtest.ModeNormal), func(proxy *httputil.ReverseProxy) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			var c call
+			if r.Method == http.MethodPost {
+				body, _ := io.ReadAll(r.Body)
+				r.Body = io.NopCloser(bytes.NewReader(body))
+				_ = json.Unmarshal(body, &c)
+			}
+			switch {
+			case c.Method != "tools/call":
+				proxy.ServeHTTP(w, r)
+			case c.Params.Arguments.Text == "refuse":
+				w.Header().Set("WWW-Authenticate", `Bearer error="insufficient_scope", scope="admin"`)
+				w.WriteHeader(http.StatusForbidden)
+				fmt.Fprint(w, `{"error":"insufficient_scope"}`)
+			case c.Params.Arguments.Text == "wait":
+				close(arrived)
+				<-refusedSent
+				w.Header().Set("Content-Type", "application/json")
+				fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32602,"message":"echo wants another text"}}`, c.ID)
+			default:
+				proxy.ServeHTTP(w, r)
+			}
+		})
+	})
+	p := startPool(t, []config.Server{srv}, testOptions(&testenv.LogBuffer{}))
+	testenv.Eventually(t, "the server up", func() bool { return statusOf(t, p, "remote").State == StateUp })
+	waited := make(chan error, 1)
+	go func() {
+		_, err := p.CallTool(context.Background(), "remote", "echo", map[string]any{"text": "wait"})
+		waited <- err
+	}()
+	<-arrived
+	_, err := p.CallTool(context.Background(), "remote", "echo", map[string]any{"text": "refuse"})
+	var refused *RefusedError
+	if !errors.As(err, &refused) {
+		t.Errorf("the refused call: %v, want a RefusedError", err)
+	}
+	close(refusedSent)
+	err = <-waited
+	if errors.As(err, &refused) || err == nil || !strings.Contains(err.Error(), "echo wants another text") {
+		t.Errorf("the other call: %v\nwant its own error, echo wants another text", err)
+	}
+}

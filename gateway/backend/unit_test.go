@@ -281,3 +281,25 @@ func TestCheckCommandSaysAll(t *testing.T) {
 		t.Errorf("nothing lacking: %v", err)
 	}
 }
+
+// TestMaskKeepsRefused: a RefusedError (a call the server refused for
+// want of a scope) stays one, masked inside, as an UnavailableError does:
+// execute_tool reads its Err, which showed a configured secret that the
+// error's own text hid.
+func TestMaskKeepsRefused(t *testing.T) {
+	mask := newErrMasker(config.Server{Env: map[string]string{"API_KEY": "abcd-1234-secret"}})
+	cause := errors.New(`{"error":"insufficient_scope","key":"abcd-1234-secret"}`)
+	err := maskErr(&RefusedError{Server: "s", Err: &OwnWords{Before: "the server answered 403 (", Said: cause, After: "): log in again"}}, mask)
+	var r *RefusedError
+	if !errors.As(err, &r) {
+		t.Fatalf("masked: %T, no longer a RefusedError", err)
+	}
+	for _, text := range []string{err.Error(), ErrText(r.Err), ErrForKey(err), ErrForKey(r.Err)} {
+		if strings.Contains(text, "abcd-1234-secret") {
+			t.Errorf("the secret shows: %q", text)
+		}
+	}
+	if !errors.Is(err, cause) {
+		t.Error("masked: errors.Is no longer sees the cause")
+	}
+}

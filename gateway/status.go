@@ -3,6 +3,7 @@ package gateway
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -545,6 +546,10 @@ func ScopeReport(rep *StatusReport, c *policy.Caller, pol *policy.Set, tools pol
 			lr := *st.LastReload
 			lr.Added, lr.Removed, lr.Changed = names(lr.Added), names(lr.Removed), names(lr.Changed)
 			lr.Updated, lr.Unchanged = names(lr.Updated), names(lr.Unchanged)
+			if lr.Fields != nil {
+				lr.Fields = maps.Clone(lr.Fields)
+				maps.DeleteFunc(lr.Fields, func(n string, _ []string) bool { return !sees(n) })
+			}
 			lr.Error = backend.ForKey(lr.Error)
 			st.LastReload = &lr
 		}

@@ -79,7 +79,7 @@ func TestReloadAuditNamesInPlaceFields(t *testing.T) {
 	log := &audittest.Log{}
 	l := &Loop{opts: Options{Audit: log, ConfigPaths: []string{"servers.json"}}}
 	l.auditReload(&Reload{At: time.Now(), Trigger: "file changed", Updated: []string{"fs"}, Changed: []string{"git"},
-		fields: map[string][]string{"fs": {"maxResultBytes"}, "git": {"args", "env"}}}, "file")
+		Fields: map[string][]string{"fs": {"maxResultBytes"}, "git": {"args", "env"}}}, "file")
 	recs := log.Records()
 	want := []string{`server "git" changed (args, env: restarted) in servers.json (file changed)`,
 		`server "fs" updated (maxResultBytes: applied in place) in servers.json (file changed)`}

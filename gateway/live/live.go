@@ -289,9 +289,9 @@ type Reload struct {
 	// Warning says what in RestartOnly the next start could not apply as
 	// things stand: a new toolgate.http.addr in use by another program.
 	Warning string `json:"warning,omitempty"`
-	// fields are the entry's fields that changed, by server of Changed
-	// and Updated (backend.Diff.Fields), for the audit records.
-	fields map[string][]string
+	// Fields are the entry's fields that changed, by server of Changed
+	// and Updated (backend.Diff.Fields: "fs": ["maxResultBytes"]).
+	Fields map[string][]string `json:"fields,omitempty"`
 }
 
 // Loop is the runtime loop of one gateway. It implements the gateway's

@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/gateway/config"
@@ -361,7 +360,7 @@ func TestReloadHidesRemovedServer(t *testing.T) {
 	hup <- syscall.SIGHUP
 	st := f.wait(t, "the reload", func(s Stats) bool { return s.ReloadGeneration == 1 })
 	want := &Reload{At: st.LastReload.At, Trigger: "SIGHUP", Added: []string{"c"}, Removed: []string{"b"}, Unchanged: []string{"a"}}
-	if diff := cmp.Diff(want, st.LastReload, cmpopts.IgnoreUnexported(Reload{})); diff != "" {
+	if diff := cmp.Diff(want, st.LastReload); diff != "" {
 		t.Errorf("LastReload (-want +got):\n%s", diff)
 	}
 	if st.CatalogGeneration != 1 || st.CatalogTools != 3 || !st.Reindexing {

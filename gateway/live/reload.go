@@ -247,7 +247,7 @@ func (l *Loop) reload(ctx context.Context, trigger, transport string, force bool
 	here := l.disabledHere() // of the servers it has now
 	l.update(func(s *Stats) { s.RestartPending, s.Disabled = pending, here })
 	r := l.reloaded(l.auditReload(&Reload{At: start, Trigger: trigger, Added: d.Added, Removed: d.Removed, Changed: d.Changed,
-		Updated: d.Updated, Unchanged: d.Unchanged, Applied: now, RestartOnly: later, Warning: warning, fields: d.Fields}, transport))
+		Updated: d.Updated, Unchanged: d.Unchanged, Applied: now, RestartOnly: later, Warning: warning, Fields: d.Fields}, transport))
 	l.changedHook()
 	return r, false
 }
@@ -287,7 +287,7 @@ func (l *Loop) auditReload(r *Reload, transport string) *Reload {
 			// description, language" whichever had.
 			what := c.what
 			if strings.Contains(what, "%s") {
-				what = fmt.Sprintf(what, cmp.Or(strings.Join(r.fields[name], ", "), "its entry"))
+				what = fmt.Sprintf(what, cmp.Or(strings.Join(r.Fields[name], ", "), "its entry"))
 			}
 			rec.Server, rec.Reason = name, fmt.Sprintf("server %q %s %s (%s)", name, what, file, r.Trigger)
 			l.opts.Audit.Write(rec)

@@ -3,19 +3,16 @@ package main
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/toolgate/toolgate/gateway"
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/internal/proxyenv"
 )
@@ -166,30 +163,13 @@ func runHealth(ctx context.Context, w io.Writer, f healthFlags) error {
 	return err
 }
 
-// sameConfig checks that the gateway at u (the default address, asked for
-// --config's gateway) serves config, from its GET /status (with
-// $TOOLGATE_KEY when set): a gateway that does not say (one that wants a
-// key) is taken at its word.
+// sameConfig checks that the gateway at u (the default address' /healthz,
+// asked for --config's gateway) serves config, as it says (servedConfigs):
+// a gateway that does not say (one that wants a key) is taken at its word.
 func sameConfig(ctx context.Context, front frontTarget, u *url.URL, config, noneLocal string) error {
-	su := *u
-	su.Path = strings.TrimSuffix(su.Path, "/healthz") + "/status"
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, su.String(), nil)
-	if err != nil {
-		return err
-	}
-	if k := os.Getenv(envKey); k != "" {
-		req.Header.Set("Authorization", "Bearer "+k)
-	}
-	resp, err := front.client().Do(req)
-	if err != nil {
-		return nil
-	}
-	defer resp.Body.Close()
-	var rep gateway.StatusReport
-	if resp.StatusCode != http.StatusOK || json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(&rep) != nil {
-		return nil
-	}
-	if err := otherConfig(u.Host, rep.Process, config, noneLocal); err != nil {
+	base := *u
+	base.Path = strings.TrimSuffix(base.Path, "/healthz")
+	if err := otherConfig(u.Host, servedConfigs(ctx, &base, nil, front), config, noneLocal); err != nil {
 		return errors.New(strings.ReplaceAll(err.Error(), "\n", " ")) // in one line, as health's every answer
 	}
 	return nil

@@ -794,15 +794,8 @@ func TestStatusDefaultAddressOtherConfig(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte(`{"mcpServers": {"one": {"command": "true"}}}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	gatewayOf := func(serving string) string {
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			json.NewEncoder(w).Encode(gateway.StatusReport{Process: &gateway.ProcessInfo{PID: 4242, Transport: "http", Config: []string{serving}}})
-		}))
-		t.Cleanup(srv.Close)
-		return srv.Listener.Addr().String()
-	}
 	other := "/srv/other/toolgate.json"
-	f := statusFlags{config: cfg, dataDir: func(*config.File) string { return data }, timeout: 2 * time.Second, fallback: gatewayOf(other)}
+	f := statusFlags{config: cfg, dataDir: func(*config.File) string { return data }, timeout: 2 * time.Second, fallback: fakeGatewayServing(t, other, http.StatusOK)}
 	var out bytes.Buffer
 	err := runStatus(context.Background(), &out, f)
 	if err == nil || !strings.Contains(err.Error(), "serves another config ("+other+"), not "+cfg) ||
@@ -810,7 +803,7 @@ func TestStatusDefaultAddressOtherConfig(t *testing.T) {
 		t.Errorf("status --config of another config's default gateway: %v\n%s", err, out.String())
 	}
 	// Serving this config, it is this config's.
-	f.fallback = gatewayOf(cfg)
+	f.fallback = fakeGatewayServing(t, cfg, http.StatusOK)
 	out.Reset()
 	if err := runStatus(context.Background(), &out, f); err != nil || !strings.Contains(out.String(), "pid 4242") {
 		t.Errorf("status --config of its own default gateway: %v\n%s", err, out.String())
@@ -828,20 +821,9 @@ func TestHealthDefaultAddressOtherConfig(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte(`{"mcpServers": {"one": {"command": "true"}}}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	gatewayOf := func(serving string, statusCode int) string {
-		mux := http.NewServeMux()
-		mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "ok") })
-		mux.HandleFunc("GET /status", func(w http.ResponseWriter, _ *http.Request) {
-			w.WriteHeader(statusCode)
-			json.NewEncoder(w).Encode(gateway.StatusReport{Process: &gateway.ProcessInfo{PID: 4242, Transport: "http", Config: []string{serving}}})
-		})
-		srv := httptest.NewServer(mux)
-		t.Cleanup(srv.Close)
-		return srv.Listener.Addr().String()
-	}
 	f := healthFlags{config: cfg, dataDir: func(*config.File) string { return data }, timeout: 2 * time.Second}
 	other := "/srv/other/toolgate.json"
-	f.fallback = gatewayOf(other, http.StatusOK)
+	f.fallback = fakeGatewayServing(t, other, http.StatusOK)
 	var out bytes.Buffer
 	err := runHealth(context.Background(), &out, f)
 	if err == nil || !strings.Contains(err.Error(), "the gateway at "+f.fallback+" serves another config ("+other+"), not "+cfg) ||
@@ -849,7 +831,7 @@ func TestHealthDefaultAddressOtherConfig(t *testing.T) {
 		t.Errorf("health --config of another config's default gateway: %v\n%s", err, out.String())
 	}
 	// Serving this config, or not saying (it wants a key): ok.
-	for _, fallback := range []string{gatewayOf(cfg, http.StatusOK), gatewayOf(other, http.StatusUnauthorized)} {
+	for _, fallback := range []string{fakeGatewayServing(t, cfg, http.StatusOK), fakeGatewayServing(t, other, http.StatusUnauthorized)} {
 		f.fallback = fallback
 		out.Reset()
 		if err := runHealth(context.Background(), &out, f); err != nil || out.String() != "ok (http://"+fallback+"/healthz)\n" {
@@ -882,6 +864,21 @@ func TestHealthConfigNoneAnswers(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "nothing listens at "+free) || !strings.HasSuffix(err.Error(), want) || out.Len() > 0 {
 		t.Errorf("health --config with no gateway anywhere: %v\nwant it to end %q", err, want)
 	}
+}
+
+// fakeGatewayServing is the address of a gateway's stand-in whose GET
+// /status answers statusCode with a report of pid 4242 serving the config
+// file serving, and GET /healthz ok.
+func fakeGatewayServing(t *testing.T, serving string, statusCode int) string {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "ok") })
+	mux.HandleFunc("GET /status", func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(statusCode)
+		json.NewEncoder(w).Encode(gateway.StatusReport{Process: &gateway.ProcessInfo{PID: 4242, Transport: "http", Config: []string{serving}}})
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return srv.Listener.Addr().String()
 }
 
 // A data folder that does not exist: status and logs say that no gateway

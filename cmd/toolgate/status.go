@@ -255,7 +255,11 @@ func runStatus(ctx context.Context, w io.Writer, f statusFlags) error {
 		return err
 	}
 	if fellBack && cfg != nil {
-		if err := otherConfig(hostOf(u), rep.Process, f.config, noneLocal); err != nil {
+		var served []string
+		if rep.Process != nil {
+			served = rep.Process.Config
+		}
+		if err := otherConfig(hostOf(u), served, f.config, noneLocal); err != nil {
 			return err
 		}
 	}
@@ -266,15 +270,15 @@ func runStatus(ctx context.Context, w io.Writer, f statusFlags) error {
 }
 
 // otherConfig is the error of a gateway at host, asked at the default
-// address for config's, that serves another config (the gateway of `make
-// run`, say): its status and health are not config's. nil when it serves
-// config or does not say.
-func otherConfig(host string, p *gateway.ProcessInfo, config, noneLocal string) error {
-	if p == nil || len(p.Config) == 0 || slices.Contains(p.Config, absPaths([]string{config})[0]) {
+// address for config's, that serves other configs (served; the gateway of
+// `make run`, say): its status and health are not config's. nil when it
+// serves config or does not say (served empty).
+func otherConfig(host string, served []string, config, noneLocal string) error {
+	if len(served) == 0 || slices.Contains(served, absPaths([]string{config})[0]) {
 		return nil
 	}
 	return fmt.Errorf("the gateway at %s serves another config (%s), not %s%s\n%s",
-		host, strings.Join(p.Config, " + "), config, noneLocal, startOne(host))
+		host, strings.Join(served, " + "), config, noneLocal, startOne(host))
 }
 
 // noAnswer is the fault of a gateway that took the connection to u but sent

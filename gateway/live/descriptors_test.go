@@ -108,8 +108,12 @@ func TestReloadRetriedOutOfDescriptors(t *testing.T) {
 		t.Fatal(err)
 	}
 	st, err := f.loop.Wait(t.Context(), func(s Stats) bool { return s.LastReloadError != "" })
+	// Counted while the descriptors are still taken: once they are free
+	// the 10 ms retry applies the change, and a count after release raced
+	// it (seen once under load).
+	reconfigured := len(pool.reconfigures())
 	release()
-	if err != nil || !strings.Contains(st.LastReloadError, "open-files limit") || len(pool.reconfigures()) != 0 {
+	if err != nil || !strings.Contains(st.LastReloadError, "open-files limit") || reconfigured != 0 {
 		t.Fatalf("out of descriptors: %+v (%v); want a rejected reload naming the open-files limit, and no change", st, err)
 	}
 	st = f.wait(t, "the change applied once descriptors are free", func(s Stats) bool {

@@ -257,11 +257,7 @@ func TestAuthNeedsLoginEndToEnd(t *testing.T) {
 	cliLogin(t, dataDir, cfgPath, "remote")
 	first := storedCreds(t, dataDir, "remote")
 
-	addr := freeAddr(t)
-	serve := toolgateCmd(t, dataDir, "serve", "--config", cfgPath, "--http", addr)
-	logs := &testenv.LogBuffer{}
-	serve.Stderr = io.MultiWriter(logs, testLog(t, "toolgate: "))
-	ctx, cs := connectHTTP(t, serve, addr, 2*time.Minute)
+	ctx, cs, addr, logs := serveLoggedHTTP(t, dataDir, cfgPath)
 	if res := executeTool(t, ctx, cs, "remote__echo", map[string]any{"text": "hi"}); res.IsError || resultText(res) != "hi" {
 		t.Fatalf("execute_tool(remote__echo): %q", resultText(res))
 	}
@@ -615,11 +611,7 @@ func TestAuthStepUpEndToEnd(t *testing.T) {
 	cliLogin(t, dataDir, cfgPath, "remote")
 	first := storedCreds(t, dataDir, "remote")
 
-	addr := freeAddr(t)
-	serve := toolgateCmd(t, dataDir, "serve", "--config", cfgPath, "--http", addr)
-	logs := &testenv.LogBuffer{}
-	serve.Stderr = io.MultiWriter(logs, testLog(t, "toolgate: "))
-	ctx, cs := connectHTTP(t, serve, addr, 2*time.Minute)
+	ctx, cs, addr, logs := serveLoggedHTTP(t, dataDir, cfgPath)
 	abs, _ := filepath.Abs(cfgPath)
 	command := fmt.Sprintf("toolgate auth login remote --config %s --data-dir %s", abs, dataDir)
 	res := executeTool(t, ctx, cs, "remote__echo", map[string]any{"text": "hi"})
@@ -829,4 +821,17 @@ func readOnlyDir(t *testing.T, dir string) (undo func()) {
 	undo = func() { once.Do(func() { exec.Command("chattr", "-i", dir).Run() }) }
 	t.Cleanup(undo)
 	return undo
+}
+
+// serveLoggedHTTP runs `toolgate serve --config cfgPath --http` on a free
+// address of the data folder dataDir and connects a client to it: the
+// session, the address and the gateway's log.
+func serveLoggedHTTP(t *testing.T, dataDir, cfgPath string) (context.Context, *mcp.ClientSession, string, *testenv.LogBuffer) {
+	t.Helper()
+	addr := freeAddr(t)
+	serve := toolgateCmd(t, dataDir, "serve", "--config", cfgPath, "--http", addr)
+	logs := &testenv.LogBuffer{}
+	serve.Stderr = io.MultiWriter(logs, testLog(t, "toolgate: "))
+	ctx, cs := connectHTTP(t, serve, addr, 2*time.Minute)
+	return ctx, cs, addr, logs
 }

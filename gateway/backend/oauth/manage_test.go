@@ -39,17 +39,7 @@ func stepUp(t *testing.T, store *oauth.Store, rs *oauthtest.ResourceServer) {
 // gave (RFC 7592). It was left there, one more at each step-up. A login
 // that keeps its client deletes nothing; the token is never logged.
 func TestStepUpLoginDeletesOldClient(t *testing.T) {
-	ctx := context.Background()
-	as, rs := protected(t, &oauthtest.ResourceOptions{CallScopes: []string{"write"}})
-	as.EnforceRegisteredScopes()
-	as.ManageClients()
-	store := oauth.NewStore(t.TempDir())
-	logs := &testenv.LogBuffer{}
-	opts := &oauth.LoginOptions{Authorize: follow(ctx), Logger: logs.Logger()}
-	first, err := oauth.Login(ctx, store, server(rs), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, as, rs, store, logs, opts, first := managedLogin(t)
 	if c := first.Client; c.RegistrationURI != as.URL+"/register/"+c.ID || c.RegistrationToken == "" {
 		t.Fatalf("the login keeps the client's registration URI %q and token set=%v, want %q and a token", c.RegistrationURI, c.RegistrationToken != "", as.URL+"/register/"+c.ID)
 	}
@@ -87,17 +77,7 @@ func TestStepUpLoginDeletesOldClient(t *testing.T) {
 // not fail the login, which is saved; the refusal is logged, with no
 // token in it.
 func TestStepUpLoginDeleteRefused(t *testing.T) {
-	ctx := context.Background()
-	as, rs := protected(t, &oauthtest.ResourceOptions{CallScopes: []string{"write"}})
-	as.EnforceRegisteredScopes()
-	as.ManageClients()
-	store := oauth.NewStore(t.TempDir())
-	logs := &testenv.LogBuffer{}
-	opts := &oauth.LoginOptions{Authorize: follow(ctx), Logger: logs.Logger()}
-	first, err := oauth.Login(ctx, store, server(rs), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, as, rs, store, logs, opts, first := managedLogin(t)
 	stepUp(t, store, rs)
 	c, _ := store.Load("demo")
 	c.Client.RegistrationToken = "rat-not-this-one"
@@ -117,4 +97,24 @@ func TestStepUpLoginDeleteRefused(t *testing.T) {
 	if l := logs.String(); !strings.Contains(l, "deleting it failed") || !strings.Contains(l, "401 Unauthorized") || strings.Contains(l, "rat-") {
 		t.Errorf("the refused deletion's log:\n%s", l)
 	}
+}
+
+// managedLogin logs in to a server whose authorization server registers
+// clients for the scopes they asked for and lets them be managed (RFC
+// 7592), and whose calls want the scope "write" the login lacks: the first
+// login, and what the next ones need.
+func managedLogin(t *testing.T) (context.Context, *oauthtest.AuthServer, *oauthtest.ResourceServer, *oauth.Store, *testenv.LogBuffer, *oauth.LoginOptions, *oauth.Credentials) {
+	t.Helper()
+	ctx := context.Background()
+	as, rs := protected(t, &oauthtest.ResourceOptions{CallScopes: []string{"write"}})
+	as.EnforceRegisteredScopes()
+	as.ManageClients()
+	store := oauth.NewStore(t.TempDir())
+	logs := &testenv.LogBuffer{}
+	opts := &oauth.LoginOptions{Authorize: follow(ctx), Logger: logs.Logger()}
+	first, err := oauth.Login(ctx, store, server(rs), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ctx, as, rs, store, logs, opts, first
 }

@@ -506,8 +506,15 @@ func structuredJSON(sc any) []byte {
 	case json.RawMessage:
 		return bytes.TrimSpace(sc)
 	}
-	b, _ := json.Marshal(sc)
-	return b
+	// As written, not HTML-safe: <, > and & count (maxResultBytes) and
+	// read as the one byte each they are, not \u003c.
+	var b bytes.Buffer
+	e := json.NewEncoder(&b)
+	e.SetEscapeHTML(false)
+	if e.Encode(sc) != nil {
+		return nil
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
 }
 
 // withJSONText is content with a text block of raw, a JSON value, added

@@ -171,12 +171,12 @@ func (g *Gateway) handleExecute(ctx context.Context, req *mcp.CallToolRequest) (
 	if res != nil && (res.NeedsInput() || res.InputRequests != nil) {
 		return g.inputRequired(ctx, req, a.Name, tool.Server, res), nil
 	}
-	problem := g.outputProblem(a.Name, tool, res)
+	problem, recorded := g.outputProblems(a.Name, tool, res)
 	// Bounded first: the note on the output schema, after, is never cut.
 	out, cut := g.bounded(ctx, tool, a.Name, res, forProtocol(req, res))
 	if problem != "" {
-		note.output = problem
-		g.warnOutput(a.Name, tool, problem)
+		note.output = recorded // the result's values are the client's alone
+		g.warnOutput(a.Name, tool, recorded)
 		if g.opts.OutputMismatch != nil {
 			g.opts.OutputMismatch(tool.Server, tool.Name)
 		}

@@ -171,12 +171,12 @@ func (g *Gateway) handleExecute(ctx context.Context, req *mcp.CallToolRequest) (
 	if res != nil && (res.NeedsInput() || res.InputRequests != nil) {
 		return g.inputRequired(ctx, req, a.Name, tool.Server, res), nil
 	}
-	problem := g.outputProblem(a.Name, tool, res)
+	problem, recorded := g.outputProblems(a.Name, tool, res)
 	// Bounded first: the note on the output schema, after, is never cut.
 	out, cut := g.bounded(ctx, tool, a.Name, res, forProtocol(req, res))
 	if problem != "" {
-		note.output = problem
-		g.warnOutput(a.Name, tool, problem)
+		note.output = recorded // the result's values are the client's alone
+		g.warnOutput(a.Name, tool, recorded)
 		if g.opts.OutputMismatch != nil {
 			g.opts.OutputMismatch(tool.Server, tool.Name)
 		}
@@ -506,8 +506,15 @@ func structuredJSON(sc any) []byte {
 	case json.RawMessage:
 		return bytes.TrimSpace(sc)
 	}
-	b, _ := json.Marshal(sc)
-	return b
+	// As written, not HTML-safe: <, > and & count (maxResultBytes) and
+	// read as the one byte each they are, not \u003c.
+	var b bytes.Buffer
+	e := json.NewEncoder(&b)
+	e.SetEscapeHTML(false)
+	if e.Encode(sc) != nil {
+		return nil
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
 }
 
 // withJSONText is content with a text block of raw, a JSON value, added

@@ -174,7 +174,9 @@ func overBound(res *mcp.CallToolResult, limit int) bool {
 			return true
 		}
 		var c byteCounter
-		if json.NewEncoder(&c).Encode(sc) == nil {
+		e := json.NewEncoder(&c)
+		e.SetEscapeHTML(false) // as structuredJSON writes it
+		if e.Encode(sc) == nil {
 			n += c.n - 1 // Encode's newline
 		}
 	}

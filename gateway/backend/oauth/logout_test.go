@@ -261,3 +261,38 @@ func TestAbandonedLoginDeletesItsClient(t *testing.T) {
 		t.Errorf("a login that finished: deleted %v, its client %q", as.DeletedClients(), c.Client.ID)
 	}
 }
+
+// TestLogoutWhileConnected: a connection that sends the token a logout
+// just revoked, before its next look at the login file, is answered 401
+// and finds no login to refresh: it needs a login because "the login was
+// removed", as when it sees the file gone. It said "none is stored",
+// which the server's own 401 made possible only once logouts revoked.
+func TestLogoutWhileConnected(t *testing.T) {
+	_, rs, store, _ := loggedIn(t, func(as *oauthtest.AuthServer) { as.OfferRevocation() })
+	tokens := oauth.NewTokens(store, &oauth.Options{PollInterval: time.Hour})
+	t.Cleanup(func() { tokens.Close() })
+	client := &http.Client{Transport: tokens.Transport("demo", rs.URL, http.DefaultTransport, nil)}
+	ping := func() error {
+		req, _ := http.NewRequest(http.MethodPost, rs.URL, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		resp, err := client.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusUnauthorized {
+				return errors.New(resp.Status)
+			}
+		}
+		return err
+	}
+	if err := ping(); err != nil {
+		t.Fatalf("a request with the login: %v", err)
+	}
+	if _, err := oauth.Logout(context.Background(), store, "demo", nil); err != nil {
+		t.Fatal(err)
+	}
+	var nl *oauth.NeedsLoginError
+	if err := ping(); !errors.As(err, &nl) || nl.Reason != "the login was removed (toolgate auth logout)" {
+		t.Errorf("a request after the logout: %v; want a login needed, the login removed", err)
+	}
+}

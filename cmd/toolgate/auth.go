@@ -129,10 +129,11 @@ The login is removed whatever the authorization server does; what it did
 not end (it offers no revocation, refused, or did not answer within
 --timeout) is said, with why: revoke toolgate's access there to end it.
 Exit status 0 once the login is removed.
---config gives the server's "tls" settings to those requests.`,
+The config (--config, else that of the gateway running on the data folder,
+if any) gives the server's "tls" settings to those requests.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runAuthLogout(cmd.Context(), g, cmd.OutOrStdout(), args[0], f)
+			return runAuthLogout(cmd.Context(), g, cmd.OutOrStdout(), cmd.ErrOrStderr(), args[0], f)
 		},
 	}
 	configFlag(cmd, &f.config)
@@ -606,14 +607,19 @@ func checkLogin(ctx context.Context, tokens *oauth.Tokens, s config.Server, time
 	return nil
 }
 
-func runAuthLogout(ctx context.Context, g *globals, w io.Writer, name string, f authLogoutFlags) error {
+func runAuthLogout(ctx context.Context, g *globals, w, stderr io.Writer, name string, f authLogoutFlags) error {
 	hide := func(s string) string { return s }
 	var hc *http.Client
-	if f.config != "" {
-		cfg, err := g.loadForAuth(ctx, io.Discard, &f.config)
-		if err != nil {
-			return err
-		}
+	named := f.config != ""
+	cfg, err := g.loadForAuth(ctx, stderr, &f.config)
+	switch {
+	case err != nil && named:
+		return err
+	case err != nil:
+		// No config named and none running (or unreadable): the login is
+		// removed all the same, its requests without the "tls" settings.
+		f.config = ""
+	default:
 		s, err := remoteServer(cfg, f.config, name)
 		if err != nil {
 			var ue usageError

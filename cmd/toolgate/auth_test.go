@@ -408,6 +408,16 @@ func TestAuthCommandErrors(t *testing.T) {
 	if !errors.As(err, &ee) || ee.ExitCode() != 3 || !strings.Contains(strings.Join(strings.Fields(string(out)), " "), "remote http needs login") || !strings.Contains(stderr.String(), want) {
 		t.Errorf("auth status without --config, a gateway running: %v\n%s%s\nwant exit status 3, remote needing a login and %q", err, out, stderr.String(), want)
 	}
+
+	// So does logout, for the server's "tls" settings.
+	cliLogin(t, dataDir, cfgPath, "remote")
+	cmd = toolgateCmd(t, dataDir, "auth", "logout", "remote")
+	cmd.Env = append(cmd.Env, "TOOLGATE_CONFIG=")
+	stderr.Reset()
+	cmd.Stderr = &stderr
+	if out, err := cmd.Output(); err != nil || !strings.Contains(string(out), "Logged out of remote") || !strings.Contains(stderr.String(), want) {
+		t.Errorf("auth logout without --config, a gateway running: %v\n%s%s\nwant %q", err, out, stderr.String(), want)
+	}
 }
 
 // A server that answers 401 with a bare Bearer challenge and publishes no

@@ -321,8 +321,6 @@ func (t *Tokens) Transport(server, serverURL string, base http.RoundTripper, log
 	return tr
 }
 
-// load reads server's credentials if they may be used for serverURL; else
-// nil and why not.
 // Why a server needs a login, when no login file is there: none was
 // stored, or the one a connection used was removed.
 const (
@@ -330,6 +328,8 @@ const (
 	whyRemoved    = "the login was removed (toolgate auth logout)"
 )
 
+// load reads server's credentials if they may be used for serverURL; else
+// nil and why not.
 func (t *Tokens) load(server, serverURL string) (*Credentials, string, error) {
 	c, err := t.store.Load(server)
 	switch {

@@ -41,7 +41,7 @@ func newHealthCmd(g *globals) *cobra.Command {
 		return g.DataDir()
 	}}
 	cmd := &cobra.Command{
-		Use:   "health [--addr 127.0.0.1:8931] [--ready] [--ca FILE]",
+		Use:   "health [--addr 127.0.0.1:8931] [--config FILE] [--ready] [--ca FILE]",
 		Short: "Ask a gateway's HTTP front whether it is alive (or ready): a health check for a container without curl",
 		Long: `Ask the HTTP front of a gateway (toolgate serve --http) its liveness probe,
 GET /healthz, or with --ready its readiness probe, GET /readyz, and print its

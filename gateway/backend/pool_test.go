@@ -1817,14 +1817,21 @@ func TestScopeRefusalIsThatCallsAlone(t *testing.T) {
 // ended the session: the backend went down, the call in flight failed
 // with it, and the refused call read "is unavailable … retry later".
 func TestScopeRefusalOverSSE(t *testing.T) {
-	// "http": an entry that falls back to SSE (trySSE) is answered so too.
-	for _, typ := range []string{config.TypeSSE, config.TypeHTTP} {
-		t.Run(typ, func(t *testing.T) {
+	for _, tc := range []struct {
+		name, typ string
+		rpc       bool // the 403's body is a JSON-RPC error, which go-sdk's SSE client never reads
+	}{
+		{name: "sse", typ: config.TypeSSE},
+		{name: "http", typ: config.TypeHTTP}, // an entry that falls back to SSE (trySSE)
+		{name: "rpc body", typ: config.TypeSSE, rpc: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
 			arrived, refusedSent := make(chan struct{}), make(chan struct{})
 			srv := behindFront(t, backendtest.NewHTTPServer(t, config.TypeSSE, backendtest.ModeNormal), func(proxy *httputil.ReverseProxy) http.Handler {
 				return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 					var c struct {
-						Method string `json:"method"`
+						ID     json.RawMessage `json:"id"`
+						Method string          `json:"method"`
 						Params struct {
 							Arguments struct {
 								Text string `json:"text"`
@@ -1841,7 +1848,11 @@ func TestScopeRefusalOverSSE(t *testing.T) {
 						w.Header().Set("WWW-Authenticate", `Bearer error="insufficient_scope", scope="admin"`)
 						w.Header().Set("Content-Type", "application/json")
 						w.WriteHeader(http.StatusForbidden)
-						fmt.Fprint(w, `{"error":"insufficient_scope","error_description":"echo needs admin"}`)
+						if tc.rpc {
+							fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32001,"message":"echo needs admin"}}`, c.ID)
+						} else {
+							fmt.Fprint(w, `{"error":"insufficient_scope","error_description":"echo needs admin"}`)
+						}
 						return
 					case c.Method == "tools/call" && c.Params.Arguments.Text == "wait":
 						close(arrived)
@@ -1854,7 +1865,7 @@ func TestScopeRefusalOverSSE(t *testing.T) {
 			t.Cleanup(release) // a test that fails lets the front go before it closes
 			o := testOptions(&testenv.LogBuffer{})
 			o.RestartDelays = []time.Duration{time.Hour} // a session that ends stays ended
-			srv.Type = typ
+			srv.Type = tc.typ
 			p := startPool(t, []config.Server{srv}, o)
 			testenv.Eventually(t, "the server up", func() bool { return statusOf(t, p, "remote").State == StateUp })
 			up := statusOf(t, p, "remote")

@@ -325,7 +325,13 @@ func refusalOf(resp *http.Response, sse, login bool) *refusal {
 	if resp.StatusCode < 400 || m == http.MethodDelete || m == http.MethodGet && !sse {
 		return nil
 	}
-	return describeRefusal(resp, login)
+	rf := describeRefusal(resp, login)
+	// go-sdk's SSE client reads no answer of a POST (a server of that
+	// transport answers on its stream): a JSON-RPC error in one reaches
+	// no call, which read "connection lost during the call … may or may
+	// not have run".
+	rf.rpc = rf.rpc && !sse
+	return rf
 }
 
 // streamRefusalOf describes resp when it refuses the GET that opens a

@@ -754,6 +754,44 @@ func TestAuthLoginRedirectURI(t *testing.T) {
 	}
 }
 
+// TestAuthStepUpSSEEndToEnd: a logged-in server of the older SSE
+// transport that answers one tool's call 403 insufficient_scope (its
+// POST; its answers come on its event stream) fails that call alone, on
+// the real gateway: refused, with the login to run; the server stays up
+// on its first session (GET /status), the step-up pending, and its other
+// tool answers right after. It went down at each refused call ("connection
+// lost: failed to write: 403 Forbidden") until its restart delay passed,
+// every call to it failing "it is down" meanwhile.
+func TestAuthStepUpSSEEndToEnd(t *testing.T) {
+	as := oauthtest.NewAuthServer(t)
+	rs := oauthtest.NewResourceServer(t, as, backendtest.NewServer(backendtest.ParseModes("normal")),
+		&oauthtest.ResourceOptions{Transport: "sse", CallScopes: []string{"write"}, CallScopesTools: []string{"add"}})
+	b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"remote": map[string]any{"type": "sse", "url": rs.URL}}})
+	cfgPath := filepath.Join(t.TempDir(), "toolgate.json")
+	if err := os.WriteFile(cfgPath, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dataDir := t.TempDir()
+	cliLogin(t, dataDir, cfgPath, "remote")
+	ctx, cs, addr, _ := serveLoggedHTTP(t, dataDir, cfgPath)
+	up := backendOf(t, getStatus(t, addr), "remote")
+	for i := range 2 {
+		res := executeTool(t, ctx, cs, "remote__add", map[string]any{"a": 1, "b": 2})
+		if txt := resultText(res); !res.IsError || !strings.HasPrefix(txt, `execute_tool remote__add: server "remote" refused this call: `) ||
+			!strings.Contains(txt, `the server wants the scopes "write", which the login was not given: run `+"`toolgate auth login remote") ||
+			!strings.Contains(txt, "The server and its other tools keep working") {
+			t.Fatalf("refused call %d of remote__add: isError=%v %q; want refused, with the login to run", i+1, res.IsError, txt)
+		}
+		if b := backendOf(t, getStatus(t, addr), "remote"); b.State != "up" || b.Restarts != 0 || !b.Since.Equal(up.Since) || b.StepUp == nil || !slices.Equal(b.StepUp.Scopes, []string{"write"}) {
+			t.Fatalf("GET /status's remote after refused call %d: %s, %d restarts, since %v (was %v), stepUp %+v (%s); want up on its first session, write pending",
+				i+1, b.State, b.Restarts, b.Since, up.Since, b.StepUp, b.Err)
+		}
+		if res := executeTool(t, ctx, cs, "remote__echo", map[string]any{"text": "still here"}); res.IsError || resultText(res) != "still here" {
+			t.Fatalf("remote__echo after refused call %d: %q", i+1, resultText(res))
+		}
+	}
+}
+
 // backendOf is the backend named name in rep.
 func backendOf(t *testing.T, rep gateway.StatusReport, name string) gateway.BackendStatus {
 	t.Helper()

@@ -673,40 +673,49 @@ func TestOAuthEchoedTokenMasked(t *testing.T) {
 // call to another tool right after passes, and the refused tool is
 // refused the same way again. go-sdk ended the session on the 403: the
 // backend was down after each refused call (until its restart delay
-// passed) and every other call to it failed meanwhile.
+// passed) and every other call to it failed meanwhile. So over streamable
+// HTTP (scopeRefusalAnswer) and over the older HTTP+SSE transport, whose
+// answers come on its stream (scopeConn): there the backend stayed down
+// after the first refused call ("connection lost: failed to write: 403
+// Forbidden").
 func TestOAuthStepUpKeepsSession(t *testing.T) {
-	e := &oauthEnv{data: t.TempDir(), as: oauthtest.NewAuthServer(t), clock: &clock{}, logs: &testenv.LogBuffer{}}
-	e.store = oauth.NewStore(e.data)
-	e.rs = oauthtest.NewResourceServer(t, e.as, backendtest.NewServer(backendtest.ParseModes("normal")),
-		&oauthtest.ResourceOptions{CallScopes: []string{"write"}, CallScopesTools: []string{"add"}})
-	e.srv = oauth.Server{Name: "demo", URL: e.rs.URL, Transport: config.TypeHTTP}
-	e.login(t)
-	tokens := oauth.NewTokens(e.store, &oauth.Options{Logger: e.logs.Logger(), PollInterval: 10 * time.Millisecond,
-		LoginCommand: func(server string) string { return "toolgate auth login " + server + " --config /etc/toolgate.json" }})
-	t.Cleanup(func() { tokens.Close() })
-	o := testOptions(e.logs)
-	o.Auth = tokens
-	o.RestartDelays = []time.Duration{time.Hour} // a session that ends stays ended
-	e.pool = startPool(t, []config.Server{{Name: "demo", Type: config.TypeHTTP, URL: e.rs.URL}}, o)
-	testenv.Eventually(t, "demo up", func() bool { return statusOf(t, e.pool, "demo").State == StateUp })
-	up := statusOf(t, e.pool, "demo")
+	for _, transport := range []string{config.TypeHTTP, config.TypeSSE} {
+		t.Run(transport, func(t *testing.T) {
+			e := &oauthEnv{data: t.TempDir(), as: oauthtest.NewAuthServer(t), clock: &clock{}, logs: &testenv.LogBuffer{}}
+			e.store = oauth.NewStore(e.data)
+			e.rs = oauthtest.NewResourceServer(t, e.as, backendtest.NewServer(backendtest.ParseModes("normal")),
+				&oauthtest.ResourceOptions{Transport: transport, CallScopes: []string{"write"}, CallScopesTools: []string{"add"}})
+			e.srv = oauth.Server{Name: "demo", URL: e.rs.URL, Transport: transport}
+			e.login(t)
+			tokens := oauth.NewTokens(e.store, &oauth.Options{Logger: e.logs.Logger(), PollInterval: 10 * time.Millisecond,
+				LoginCommand: func(server string) string { return "toolgate auth login " + server + " --config /etc/toolgate.json" }})
+			t.Cleanup(func() { tokens.Close() })
+			o := testOptions(e.logs)
+			o.Auth = tokens
+			o.RestartDelays = []time.Duration{time.Hour} // a session that ends stays ended
+			e.pool = startPool(t, []config.Server{{Name: "demo", Type: transport, URL: e.rs.URL}}, o)
+			testenv.Eventually(t, "demo up", func() bool { return statusOf(t, e.pool, "demo").State == StateUp })
+			up := statusOf(t, e.pool, "demo")
 
-	want := "the server wants the scopes \"write\", which the login was not given: run `" + loginCommand + stepUpThen
-	for i := range 2 {
-		_, err := e.pool.CallTool(context.Background(), "demo", "add", map[string]any{"a": 1, "b": 2})
-		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Fatalf("call %d of add, refused 403 insufficient_scope: %v\nwant it to say %q", i+1, err, want)
-		}
-		if st := statusOf(t, e.pool, "demo"); st.State != StateUp || st.Restarts != 0 || !st.Since.Equal(up.Since) || st.Err != "" {
-			t.Fatalf("after refused call %d: demo %s (restarts %d, since %v, was %v): %s; want up on its first session", i+1, st.State, st.Restarts, st.Since, up.Since, st.Err)
-		}
-		e.echo(t, fmt.Sprintf("after refused call %d", i+1))
-	}
-	if c := e.stored(t); !slices.Equal(c.PendingScopes(), []string{"write"}) {
-		t.Errorf("the login file records the step-up %v, want [write]", c.PendingScopes())
-	}
-	if su := statusOf(t, e.pool, "demo").StepUp; su == nil || !slices.Equal(su.Scopes, []string{"write"}) {
-		t.Errorf("status stepUp %+v, want scopes [write]", su)
+			want := "the server wants the scopes \"write\", which the login was not given: run `" + loginCommand + stepUpThen
+			for i := range 2 {
+				_, err := e.pool.CallTool(context.Background(), "demo", "add", map[string]any{"a": 1, "b": 2})
+				var refused *RefusedError
+				if !errors.As(err, &refused) || !strings.Contains(err.Error(), want) {
+					t.Fatalf("call %d of add, refused 403 insufficient_scope: %v\nwant a RefusedError that says %q", i+1, err, want)
+				}
+				if st := statusOf(t, e.pool, "demo"); st.State != StateUp || st.Restarts != 0 || !st.Since.Equal(up.Since) || st.Err != "" {
+					t.Fatalf("after refused call %d: demo %s (restarts %d, since %v, was %v): %s; want up on its first session", i+1, st.State, st.Restarts, st.Since, up.Since, st.Err)
+				}
+				e.echo(t, fmt.Sprintf("after refused call %d", i+1))
+			}
+			if c := e.stored(t); !slices.Equal(c.PendingScopes(), []string{"write"}) {
+				t.Errorf("the login file records the step-up %v, want [write]", c.PendingScopes())
+			}
+			if su := statusOf(t, e.pool, "demo").StepUp; su == nil || !slices.Equal(su.Scopes, []string{"write"}) {
+				t.Errorf("status stepUp %+v, want scopes [write]", su)
+			}
+		})
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -1867,5 +1868,105 @@ func TestScopeRefusalsAtOnce(t *testing.T) {
 		if err := <-errs; err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+// TestScopeRefusalOverSSE: a server of the older HTTP+SSE transport that
+// refuses one call 403 insufficient_scope (its POST) refuses that call
+// alone (scopeConn): the call reads a RefusedError with the scopes, the
+// backend stays up on the same session, and a call in flight meanwhile,
+// whose answer comes on the stream after the refusal, gets it. go-sdk's
+// SSE connection failed the write ("failed to write: 403 Forbidden") and
+// ended the session: the backend went down, the call in flight failed
+// with it, and the refused call read "is unavailable … retry later".
+func TestScopeRefusalOverSSE(t *testing.T) {
+	for _, tc := range []struct {
+		name, typ string
+		rpc       bool // the 403's body is a JSON-RPC error, which go-sdk's SSE client never reads
+	}{
+		{name: "sse", typ: config.TypeSSE},
+		{name: "http", typ: config.TypeHTTP}, // an entry that falls back to SSE (trySSE)
+		{name: "rpc body", typ: config.TypeSSE, rpc: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			arrived, refusedSent := make(chan struct{}), make(chan struct{})
+			srv := behindFront(t, backendtest.NewHTTPServer(t, config.TypeSSE, backendtest.ModeNormal), func(proxy *httputil.ReverseProxy) http.Handler {
+				return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					var c struct {
+						ID     json.RawMessage `json:"id"`
+						Method string          `json:"method"`
+						Params struct {
+							Arguments struct {
+								Text string `json:"text"`
+							} `json:"arguments"`
+						} `json:"params"`
+					}
+					if r.Method == http.MethodPost {
+						body, _ := io.ReadAll(r.Body)
+						r.Body = io.NopCloser(bytes.NewReader(body))
+						_ = json.Unmarshal(body, &c)
+					}
+					switch {
+					case c.Method == "tools/call" && c.Params.Arguments.Text == "refuse":
+						w.Header().Set("WWW-Authenticate", `Bearer error="insufficient_scope", scope="admin"`)
+						w.Header().Set("Content-Type", "application/json")
+						w.WriteHeader(http.StatusForbidden)
+						if tc.rpc {
+							fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32001,"message":"echo needs admin"}}`, c.ID)
+						} else {
+							fmt.Fprint(w, `{"error":"insufficient_scope","error_description":"echo needs admin"}`)
+						}
+						return
+					case c.Method == "tools/call" && c.Params.Arguments.Text == "wait":
+						close(arrived)
+						<-refusedSent
+					}
+					proxy.ServeHTTP(w, r)
+				})
+			})
+			release := sync.OnceFunc(func() { close(refusedSent) })
+			t.Cleanup(release) // a test that fails lets the front go before it closes
+			o := testOptions(&testenv.LogBuffer{})
+			o.RestartDelays = []time.Duration{time.Hour} // a session that ends stays ended
+			srv.Type = tc.typ
+			p := startPool(t, []config.Server{srv}, o)
+			testenv.Eventually(t, "the server up", func() bool { return statusOf(t, p, "remote").State == StateUp })
+			up := statusOf(t, p, "remote")
+			if up.Transport != config.TypeSSE {
+				t.Fatalf("connected over %s, want sse", up.Transport)
+			}
+			type answer struct {
+				res *mcp.CallToolResult
+				err error
+			}
+			waited := make(chan answer, 1)
+			go func() {
+				res, err := p.CallTool(context.Background(), "remote", "echo", map[string]any{"text": "wait"})
+				waited <- answer{res, err}
+			}()
+			<-arrived
+			const want = `the server answered a POST to ` // the SSE session's own endpoint
+			const fix = `with 403 Forbidden ("echo needs admin"): the server wants the scopes "admin", and the requests carry no token`
+			for i := range 2 {
+				_, err := p.CallTool(context.Background(), "remote", "echo", map[string]any{"text": "refuse"})
+				var refused *RefusedError
+				if !errors.As(err, &refused) || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), fix) {
+					t.Fatalf("refused call %d: %v\nwant a RefusedError that says %q … %q", i+1, err, want, fix)
+				}
+				if st := statusOf(t, p, "remote"); st.State != StateUp || st.Restarts != 0 || !st.Since.Equal(up.Since) || st.Err != "" {
+					t.Fatalf("after refused call %d: %s (restarts %d, since %v, was %v): %s; want up on its first session", i+1, st.State, st.Restarts, st.Since, up.Since, st.Err)
+				}
+			}
+			release()
+			if a := <-waited; a.err != nil || textOf(t, a.res) != "wait" {
+				t.Errorf("the call in flight meanwhile: %v, %v; want its own answer, wait", a.res, a.err)
+			}
+			if res, err := p.CallTool(context.Background(), "remote", "echo", map[string]any{"text": "after"}); err != nil || textOf(t, res) != "after" {
+				t.Errorf("a call after the refusals: %v, %v; want after", res, err)
+			}
+			if st := statusOf(t, p, "remote"); st.State != StateUp || st.Restarts != 0 || !st.Since.Equal(up.Since) {
+				t.Errorf("at the end: %s (restarts %d, since %v, was %v): %s; want up on its first session", st.State, st.Restarts, st.Since, up.Since, st.Err)
+			}
+		})
 	}
 }

@@ -120,7 +120,8 @@ type refusal struct {
 	// made for none (the session's stream, a notification).
 	call *exactResult
 	// callOnly says the refusal ended the one call and not the session
-	// (scopeRefusalAnswer): the server is up, its other tools work.
+	// (scopeRefusalAnswer, noteScopeRefusal): the server is up, its other
+	// tools work.
 	callOnly bool
 	// proxyAuth is the fix of a 407: a proxy of plain HTTP answered the
 	// request (proxyenv.AuthFix).
@@ -324,7 +325,13 @@ func refusalOf(resp *http.Response, sse, login bool) *refusal {
 	if resp.StatusCode < 400 || m == http.MethodDelete || m == http.MethodGet && !sse {
 		return nil
 	}
-	return describeRefusal(resp, login)
+	rf := describeRefusal(resp, login)
+	// go-sdk's SSE client reads no answer of a POST (a server of that
+	// transport answers on its stream): a JSON-RPC error in one reaches
+	// no call, which read "connection lost during the call … may or may
+	// not have run".
+	rf.rpc = rf.rpc && !sse
+	return rf
 }
 
 // streamRefusalOf describes resp when it refuses the GET that opens a
@@ -456,7 +463,8 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if rf := refusalOf(resp, t.sse, t.login); rf != nil {
 		rf.answersBefore = t.answers.Load()
 		rf.call = exactFrom(req.Context())
-		rf.callOnly = rf.scope != "" && !rf.rpc && !t.sse && !t.handshake.Load() && scopeRefusalAnswer(req, resp, rf.scope)
+		rf.callOnly = rf.scope != "" && !rf.rpc && !t.handshake.Load() &&
+			(t.sse && noteScopeRefusal(req, resp, rf.scope) || !t.sse && scopeRefusalAnswer(req, resp, rf.scope))
 		if rf.callOnly && rf.call != nil {
 			// Kept with the call it refused alone: in the transport's, it
 			// took the place of another call's refusal before that call
@@ -531,7 +539,8 @@ const codeInsufficientScope = -32052
 // refused that one call for want of a scope. The refusal (headerTransport.refused)
 // is recorded before, and is what the call's error says; the Authorizer
 // recorded the step-up before too. Notifications and responses have no
-// answer to give: their 403 goes on as it is.
+// answer to give: their 403 goes on as it is. (An SSE server's answers
+// come on its stream, not in the POST's answer: noteScopeRefusal.)
 func scopeRefusalAnswer(req *http.Request, resp *http.Response, scope string) bool {
 	if req.Method != http.MethodPost || resp.StatusCode != http.StatusForbidden || req.GetBody == nil {
 		return false
@@ -550,8 +559,7 @@ func scopeRefusalAnswer(req *http.Request, resp *http.Response, scope string) bo
 	if err != nil || !ok || !call.IsCall() {
 		return false
 	}
-	out, err := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: call.ID, Error: &jsonrpc.Error{Code: codeInsufficientScope,
-		Message: fmt.Sprintf("the server answered %s: it wants the scopes %q (insufficient_scope)", resp.Status, scope)}})
+	out, err := jsonrpc.EncodeMessage(scopeRefusalError(call.ID, resp.Status, scope))
 	if err != nil {
 		return false
 	}
@@ -563,6 +571,15 @@ func scopeRefusalAnswer(req *http.Request, resp *http.Response, scope string) bo
 	resp.ContentLength = int64(len(out))
 	resp.Body = io.NopCloser(bytes.NewReader(out))
 	return true
+}
+
+// scopeRefusalError is the JSON-RPC error to the request id that a
+// server answered status (403), its Bearer challenge asking for scope.
+// The call's error says the refusal (headerTransport.refused) in full:
+// this is what go-sdk reads.
+func scopeRefusalError(id jsonrpc.ID, status, scope string) *jsonrpc.Response {
+	return &jsonrpc.Response{ID: id, Error: &jsonrpc.Error{Code: codeInsufficientScope,
+		Message: fmt.Sprintf("the server answered %s: it wants the scopes %q (insufficient_scope)", status, scope)}}
 }
 
 // callBody watches the body of the answer to a call's POST (streamable
@@ -908,7 +925,7 @@ func (b *backend) connectSSE(ctx context.Context, r *run, client *mcp.Client, tc
 	r.http = hc
 	return b.connectProbed(ctx, r, client, func(patient bool) (*probeTransport, error) {
 		return &probeTransport{
-			inner:   &mcp.SSEClientTransport{Endpoint: b.cfg.URL, HTTPClient: hc, MaxEventSize: b.p.opts.MaxMessageBytes},
+			inner:   scopeRefusals(&mcp.SSEClientTransport{Endpoint: b.cfg.URL, HTTPClient: hc, MaxEventSize: b.p.opts.MaxMessageBytes}),
 			timeout: b.p.opts.ProbeTimeout,
 			ceiling: b.connectTO() / 2,
 			log:     b.log,

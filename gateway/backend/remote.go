@@ -525,9 +525,10 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 // codeInsufficientScope is the code of the JSON-RPC error that
 // scopeRefusalAnswer puts in place of a 403 insufficient_scope answer: in
 // the implementation-defined range, clear of the codes MCP and its SDKs
-// give a meaning and of the bridge's (bridge.CodeUnreachable,
-// bridge.CodeRefused).
-const codeInsufficientScope = -32052
+// give a meaning and of toolgate's own (bridge.CodeUnreachable,
+// bridge.CodeRefused, linerpc.CodeBusy). It stays inside the gateway: the
+// call's error is a RefusedError.
+const codeInsufficientScope = -32053
 
 // scopeRefusalAnswer turns resp, a 403 whose Bearer challenge asks for
 // scope (a step-up, MCP 2025-11-25) answering req, a POST of a JSON-RPC

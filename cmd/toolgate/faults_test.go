@@ -1072,3 +1072,35 @@ func TestUmaskZeroOwnerOnly(t *testing.T) {
 		ownerOnly(t, data)
 	})
 }
+
+// TestStopUnderTimeout: `timeout` told to stop (its own SIGTERM, or its
+// time up) sends the signal to the gateway and then to its process group,
+// the gateway again, microseconds apart. The gateway took the second for an
+// impatient one and exited at once (exit status 143, `second SIGTERM:
+// exiting now, without finishing the stop`), its stores unclosed; it is now
+// the same stop, which ends cleanly (exit status 0, passed on by timeout).
+func TestStopUnderTimeout(t *testing.T) {
+	timeout, err := exec.LookPath("timeout")
+	if err != nil {
+		t.Fatalf("coreutils' timeout is needed: %v", err)
+	}
+	cfg := filepath.Join(t.TempDir(), "servers.json")
+	if err := os.WriteFile(cfg, []byte(`{"mcpServers": {}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr := freeAddr(t)
+	serve := toolgateCmd(t, t.TempDir(), "serve", "--config", cfg, "--http", addr, "--mode", "bm25")
+	serve.Args = append([]string{timeout, "1h"}, serve.Args...)
+	serve.Path = timeout
+	g := startServe(t, serve, addr)
+	since := time.Now()
+	g.signal(t, syscall.SIGTERM) // to timeout, which passes it on twice
+	if code, _ := g.waitExit(t, since); code != 0 {
+		t.Errorf("exit status %d under timeout, want 0 (a clean stop); log:\n%s", code, g.logs)
+	}
+	// The kernel merges the two when the first is still pending as the
+	// second comes, so "taken as the same stop" is not always logged.
+	if log := g.logs.String(); strings.Contains(log, "exiting now") {
+		t.Errorf("log:\n%s", log)
+	}
+}

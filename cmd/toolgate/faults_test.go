@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -1102,5 +1103,29 @@ func TestStopUnderTimeout(t *testing.T) {
 	// second comes, so "taken as the same stop" is not always logged.
 	if log := g.logs.String(); strings.Contains(log, "exiting now") {
 		t.Errorf("log:\n%s", log)
+	}
+}
+
+// TestServeWarnsOfTakenTwin: serve on 127.0.0.1:PORT while another program
+// listens on [::1]:PORT warns that a client given localhost:PORT may reach
+// that program, with the URL to give instead. It said nothing: a client
+// that tries ::1 first got the other program's answers, and the gateway's
+// log had no word of it.
+func TestServeWarnsOfTakenTwin(t *testing.T) {
+	other, err := net.Listen("tcp6", "[::1]:0")
+	if err != nil {
+		t.Fatalf("IPv6 loopback: %v", err)
+	}
+	defer other.Close()
+	_, port, _ := net.SplitHostPort(other.Addr().String())
+	cfg := filepath.Join(t.TempDir(), "servers.json")
+	if err := os.WriteFile(cfg, []byte(`{"mcpServers": {}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr := "127.0.0.1:" + port
+	g := startServe(t, toolgateCmd(t, t.TempDir(), "serve", "--config", cfg, "--http", addr, "--mode", "bm25"), addr)
+	want := "another program listens on [::1]:" + port + ", the other loopback address of this port: a client given localhost:" + port
+	if log := g.logs.String(); !strings.Contains(log, want) || !strings.Contains(log, "give clients http://"+addr+"/mcp rather than localhost") {
+		t.Errorf("log lacks the warning %q:\n%s", want, log)
 	}
 }

@@ -3,14 +3,19 @@ package config
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/toolgate/toolgate/internal/storage"
 )
 
 // env is a fixed environment for tests.
@@ -843,6 +848,22 @@ func TestLoadDanglingSymlink(t *testing.T) {
 	if why := ReloadReadError(err); !strings.Contains(why, "is a symlink to "+filepath.Join(cm, "..2026_12_07", "toolgate.json")+" now, which does not exist: put the config file there, or point the link at it") ||
 		!strings.Contains(why, "the gateway keeps the config in effect meanwhile") {
 		t.Errorf("ReloadReadError = %q", why)
+	}
+}
+
+// TestReloadReadErrorRefused: a reload of a config file this user may not
+// read (replaced by `sudo cp`, root's and 0600; a chmod) says what to
+// change, as a command's fix does, and that the config in effect stays. It
+// said `read config: open …: permission denied` and no more.
+func TestReloadReadErrorRefused(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "toolgate.json")
+	if err := os.WriteFile(path, []byte(`{}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	err := fmt.Errorf("read config: %w", &fs.PathError{Op: "open", Path: path, Err: syscall.EACCES})
+	want := "read config: open " + path + ": permission denied: " + storage.ReadFix(path) + " " + keptRefused
+	if got := ReloadReadError(err); got != want {
+		t.Errorf("ReloadReadError = %q\nwant %q", got, want)
 	}
 }
 

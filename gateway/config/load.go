@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/toolgate/toolgate/internal/dirs"
+	"github.com/toolgate/toolgate/internal/storage"
 	"github.com/toolgate/toolgate/internal/typo"
 )
 
@@ -128,11 +129,11 @@ func danglingTarget(path string) (string, bool) {
 }
 
 // ReloadReadError is the words of a reload's failed read of a config file
-// that was there at start and is not now: replaced by a folder, or gone
-// (removed, moved away); "" for any other error. The config in effect stays
-// until the file is back. A file gone read as at start: `no such file`,
-// and for a relative path the hint to give an absolute one, which was not
-// what went wrong.
+// that was there at start and is not now: replaced by a folder, gone
+// (removed, moved away), a symlink to nothing, or refused to this user; ""
+// for any other error. The config in effect stays until the file is
+// back. A file gone read as at start: `no such file`, and for a relative
+// path the hint to give an absolute one, which was not what went wrong.
 func ReloadReadError(err error) string {
 	var dir *DirError
 	var dangling *DanglingError
@@ -144,6 +145,11 @@ func ReloadReadError(err error) string {
 		return fmt.Sprintf("read config: %s is a symlink to %s now, which does not exist: %s %s", dangling.Path, dangling.Target, dangling.fix(), keptMeanwhile)
 	case errors.Is(err, fs.ErrNotExist) && errors.As(err, &pe):
 		return fmt.Sprintf("read config: %s is gone (removed or moved away): %s", pe.Path, putBack)
+	case errors.Is(err, fs.ErrPermission) && errors.As(err, &pe):
+		// Replaced by `sudo cp` (root's, 0600) or a chmod: what to change,
+		// as a command's fix says it; the chmod or chown is an event the
+		// watcher reads the file again on.
+		return fmt.Sprintf("%v: %s %s", err, storage.ReadFix(pe.Path), keptRefused)
 	}
 	return ""
 }
@@ -151,7 +157,9 @@ func ReloadReadError(err error) string {
 // putBack is ReloadReadError's fix, and keptMeanwhile what the gateway
 // does until it is made.
 const (
-	keptMeanwhile = "(the gateway keeps the config in effect meanwhile, and reads the file again once it is back)"
+	keptIn        = "(the gateway keeps the config in effect meanwhile, and reads the file again once "
+	keptMeanwhile = keptIn + "it is back)"
+	keptRefused   = keptIn + "it may)"
 	putBack       = "put the file back " + keptMeanwhile
 )
 

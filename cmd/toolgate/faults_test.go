@@ -1129,3 +1129,48 @@ func TestServeWarnsOfTakenTwin(t *testing.T) {
 		t.Errorf("log lacks the warning %q:\n%s", want, log)
 	}
 }
+
+// TestServerStartsAfterWorkingDirRemoved: toolgate's working directory
+// (the folder its MCP client started it in: a project folder, a git
+// worktree) removed while it runs left every stdio server without a cwd
+// unable to start again: npx, uvx and Python ask for their folder at start
+// and fail (`Error: ENOENT: no such file or directory, uv_cwd`), and the
+// server stayed down with the fix `check command, args and env`. Such a
+// server now starts in the folder made again at that path, else in /.
+func TestServerStartsAfterWorkingDirRemoved(t *testing.T) {
+	fake := backendtest.Command(t, backendtest.ModeNormal)
+	// A server that needs its folder, as npm's does: it exits when it
+	// cannot learn it.
+	needsCwd := map[string]any{"command": "sh", "args": []string{"-c", `test -d "$(pwd -P)" || exit 1; exec "$0"`, fake.Command}, "env": fake.Env}
+	doc, err := json.Marshal(map[string]any{"mcpServers": map[string]any{"fake": needsCwd}, "toolgate": map[string]any{"learn": map[string]any{"enabled": false}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(t.TempDir(), "toolgate.json")
+	if err := os.WriteFile(cfg, doc, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	data := t.TempDir()
+	wd := filepath.Join(t.TempDir(), "project")
+	if err := os.Mkdir(wd, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	serve := toolgateCmd(t, data, "serve", "--config", cfg, "--mode", "bm25")
+	serve.Dir = wd
+	var log testenv.LogBuffer
+	serve.Stderr = io.MultiWriter(&log, testLog(t, "serve: "))
+	ctx, cs := connectStdio(t, serve, 3*time.Minute)
+	if err := os.Remove(wd); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := toolgateCmd(t, data, "servers", "restart", "fake").CombinedOutput(); err != nil {
+		t.Fatalf("servers restart fake after toolgate's working directory was removed: %v\n%s", err, out)
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "execute_tool", Arguments: map[string]any{"name": "fake__echo", "arguments": map[string]any{"text": "hi"}}})
+	if err != nil || res.IsError {
+		t.Fatalf("a call after the restart: %v %+v", err, res)
+	}
+	if !strings.Contains(log.String(), "toolgate's working directory "+wd+" was removed") {
+		t.Errorf("the log does not say why the server starts elsewhere:\n%s", log.String())
+	}
+}

@@ -167,8 +167,14 @@ type stdioGateway struct {
 
 func serveStdio(t *testing.T, name string) *stdioGateway {
 	t.Helper()
+	return serveStdioMode(t, name, backendtest.ModeNormal)
+}
+
+// serveStdioMode is serveStdio with a fake backend of the modes given.
+func serveStdioMode(t *testing.T, name, modes string) *stdioGateway {
+	t.Helper()
 	g := &stdioGateway{logs: &testenv.LogBuffer{}, exited: make(chan struct{})}
-	g.cmd = toolgateCmd(t, t.TempDir(), "serve", "--config", fakeConfig(t, map[string]string{"fake": backendtest.ModeNormal}, nil))
+	g.cmd = toolgateCmd(t, t.TempDir(), "serve", "--config", fakeConfig(t, map[string]string{"fake": modes}, nil))
 	g.cmd.Stderr = io.MultiWriter(g.logs, testLog(t, "toolgate: "))
 	var err error
 	if g.stdin, err = g.cmd.StdinPipe(); err != nil {
@@ -223,6 +229,29 @@ func TestStdioClientClosesStdout(t *testing.T) {
 	}
 	if !strings.Contains(g.logs.String(), "the stdio client closed stdout: stopping") {
 		t.Errorf("the log does not say why the gateway stopped:\n%s", g.logs.String())
+	}
+}
+
+// TestStdioClientClosesStdoutMidCall: a stdio client that closes its end
+// of stdout while a call runs is gone at once: the gateway stops (exit 0,
+// saying why) and the call is cancelled on its server. It waited for the
+// call's answer to find stdout closed, for as long as the call ran (a call
+// that never ends: for good).
+func TestStdioClientClosesStdoutMidCall(t *testing.T) {
+	g := serveStdioMode(t, "gone-mid-call", backendtest.ModeHang)
+	g.send(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	g.send(t, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"execute_tool","arguments":{"name":"fake__hang"}}}`)
+	g.stdout.Close()
+	select {
+	case <-g.exited:
+	case <-time.After(testenv.Timeout):
+		t.Fatalf("the gateway did not stop after its client closed stdout mid-call:\n%s", g.logs.String())
+	}
+	if ws := g.cmd.ProcessState.Sys().(syscall.WaitStatus); ws.Signaled() || ws.ExitStatus() != 0 {
+		t.Errorf("exit %v after the client closed stdout, want status 0:\n%s", g.cmd.ProcessState, g.logs.String())
+	}
+	if log := g.logs.String(); strings.Count(log, "the stdio client closed stdout: stopping") != 1 {
+		t.Errorf("the log does not say once why the gateway stopped:\n%s", log)
 	}
 }
 

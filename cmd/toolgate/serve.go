@@ -316,11 +316,21 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 		ctx, cancel = context.WithCancel(ctx)
 		defer cancel()
 		stdin = linerpc.WatchStdin()
+		// So does one that closes its end of stdout, at once: a write
+		// finds it only at the next reply, which a call in flight held
+		// back for as long as it ran, for a client gone.
+		stdout := linerpc.WatchReaderGone(os.Stdout)
+		defer stdout.Stop()
 		go func() {
 			select {
 			case <-stdin.Ended():
 				if ctx.Err() == nil {
 					log.Info("the stdio client closed stdin: stopping")
+				}
+				cancel()
+			case <-stdout.Gone():
+				if ctx.Err() == nil {
+					log.Info("the stdio client closed stdout: stopping")
 				}
 				cancel()
 			case <-ctx.Done():

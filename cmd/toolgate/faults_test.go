@@ -1203,3 +1203,52 @@ func TestServerStartsAfterWorkingDirRemoved(t *testing.T) {
 		t.Errorf("the log does not say why the server starts elsewhere:\n%s", log.String())
 	}
 }
+
+// TestConnectClientClosesStdoutMidCall: `toolgate connect` whose client
+// closes its end of stdout while a call runs is gone at once, as serve
+// is: exit 0, the call's request to the gateway ended. It waited for the
+// call's answer to find stdout closed (with a callTimeout of 10 minutes:
+// 10 minutes).
+func TestConnectClientClosesStdoutMidCall(t *testing.T) {
+	addr := freeAddr(t)
+	cfg := fakeConfig(t, map[string]string{"fake": backendtest.ModeHang}, map[string]any{"callTimeout": "10m", "learn": map[string]any{"enabled": false}})
+	data := t.TempDir()
+	startServe(t, toolgateCmd(t, data, "serve", "--config", cfg, "--http", addr, "--mode", "bm25"), addr)
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer outR.Close()
+	var logs testenv.LogBuffer
+	cmd := toolgateCmd(t, data, "connect", "--addr", addr)
+	cmd.Stdout, cmd.Stderr = outW, io.MultiWriter(&logs, testLog(t, "connect: "))
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	outW.Close()
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() { stdin.Close(); _ = cmd.Process.Kill(); <-exited })
+	io.WriteString(stdin, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"gone","version":"1"}}}`+"\n")
+	if line, err := bufio.NewReader(outR).ReadString('\n'); err != nil || !strings.Contains(line, `"id":1`) {
+		t.Fatalf("initialize through connect: %q, %v", line, err)
+	}
+	io.WriteString(stdin, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n")
+	io.WriteString(stdin, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"execute_tool","arguments":{"name":"fake__hang"}}}`+"\n")
+	outR.Close()
+	select {
+	case <-exited:
+	case <-time.After(testenv.Timeout):
+		t.Fatalf("connect did not stop after its client closed stdout mid-call:\n%s", logs.String())
+	}
+	if ws := cmd.ProcessState.Sys().(syscall.WaitStatus); ws.Signaled() || ws.ExitStatus() != 0 {
+		t.Errorf("connect exit %v after its client closed stdout, want status 0:\n%s", cmd.ProcessState, logs.String())
+	}
+	if !strings.Contains(logs.String(), "the stdio client closed stdout: stopping") {
+		t.Errorf("the log does not say why connect stopped:\n%s", logs.String())
+	}
+}

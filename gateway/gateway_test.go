@@ -2168,6 +2168,54 @@ func TestListenIPv6Advice(t *testing.T) {
 	c.Close()
 }
 
+// TestTakenTwin: a front on 127.0.0.1:PORT while another program listens
+// on [::1]:PORT (or the reverse) is found, so that serve can warn that a
+// client given localhost:PORT may reach that program; nothing on the other
+// loopback, or a front on another address, finds none.
+func TestTakenTwin(t *testing.T) {
+	other, err := net.Listen("tcp6", "[::1]:0") // the other program, on IPv6 only
+	if err != nil {
+		t.Fatalf("IPv6 loopback: %v", err)
+	}
+	defer other.Close()
+	_, port, _ := net.SplitHostPort(other.Addr().String())
+	ln, err := Listen("127.0.0.1:"+port, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	if got := TakenTwin(ln); got != "[::1]:"+port {
+		t.Errorf("TakenTwin(127.0.0.1:%s) = %q, want [::1]:%s", port, got, port)
+	}
+	other.Close()
+	if got := TakenTwin(ln); got != "" {
+		t.Errorf("TakenTwin with nothing on [::1]:%s = %q, want none", port, got)
+	}
+	// The reverse: the front on [::1], another program on 127.0.0.1.
+	v4, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v4.Close()
+	_, port, _ = net.SplitHostPort(v4.Addr().String())
+	ln6, err := Listen("[::1]:"+port, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln6.Close()
+	if got := TakenTwin(ln6); got != "127.0.0.1:"+port {
+		t.Errorf("TakenTwin([::1]:%s) = %q, want 127.0.0.1:%s", port, got, port)
+	}
+	all, err := Listen("[::]:0", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer all.Close()
+	if got := TakenTwin(all); got != "" {
+		t.Errorf("TakenTwin([::]) = %q, want none (it serves both)", got)
+	}
+}
+
 // linkLocal is a link-local IPv6 address of this machine and its zone
 // (the interface's name); false where there is none.
 func linkLocal() (netip.Addr, string, bool) {

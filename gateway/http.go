@@ -1077,6 +1077,37 @@ func Listen(addr string, allowRemote bool) (net.Listener, error) {
 	return nil, fmt.Errorf("listen on %s: %w", addr, err)
 }
 
+// TakenTwin returns the loopback address of the other family on ln's port
+// when something else listens there: ln on 127.0.0.1:8931 and another
+// program on [::1]:8931, or the reverse. Where localhost resolves to both
+// (most systems), a client given localhost:8931 that tries ::1 first
+// (Node, curl, Go) reaches that program and not the gateway, while one
+// that tries 127.0.0.1 first reaches the gateway: the same URL works in one
+// client and not in another. "" when ln is on no loopback address of one
+// family, or nothing accepts a connection there.
+func TakenTwin(ln net.Listener) string {
+	ap, err := netip.ParseAddrPort(ln.Addr().String())
+	if err != nil {
+		return ""
+	}
+	var twin netip.Addr
+	switch ip := ap.Addr(); {
+	case ip == netip.AddrFrom4([4]byte{127, 0, 0, 1}):
+		twin = netip.IPv6Loopback()
+	case ip == netip.IPv6Loopback():
+		twin = netip.AddrFrom4([4]byte{127, 0, 0, 1})
+	default:
+		return ""
+	}
+	addr := netip.AddrPortFrom(twin, ap.Port()).String()
+	c, err := net.DialTimeout("tcp", addr, time.Second) // a loopback connect is answered at once
+	if err != nil {
+		return ""
+	}
+	c.Close()
+	return addr
+}
+
 // Serve serves h on ln until ctx ends, then shuts down: requests in flight
 // get ShutdownGrace to finish; then cut (if not nil) is called to end them
 // (Gateway.StopCalls), and they get cutGrace more to write their answer

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -22,6 +23,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/bridge"
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/internal/datafile"
+	"github.com/toolgate/toolgate/internal/linerpc"
 )
 
 func init() { register(newConnectCmd) }
@@ -133,9 +135,28 @@ one gateway: the second finds the address taken and uses the first's.`,
 				opts.Revive = s.ensure
 			}
 			g.logger.Info("relaying the stdio client to the gateway", "url", opts.URL, "api_key", key != "")
-			err = bridge.Run(cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout(), opts)
-			if cmd.Context().Err() != nil {
-				return nil // a signal: the stop's exit status says it
+			// A client that closes its end of stdout is gone, as serve
+			// sees it: at once, not at the next answer, which a call in
+			// flight held back for as long as it ran.
+			ctx, cancel := context.WithCancel(cmd.Context())
+			defer cancel()
+			var outGone atomic.Bool
+			if out, ok := cmd.OutOrStdout().(*os.File); ok {
+				w := linerpc.WatchReaderGone(out)
+				defer w.Stop()
+				go func() {
+					select {
+					case <-w.Gone():
+						outGone.Store(true)
+						g.logger.Info("the stdio client closed stdout: stopping")
+						cancel()
+					case <-ctx.Done():
+					}
+				}()
+			}
+			err = bridge.Run(ctx, cmd.InOrStdin(), cmd.OutOrStdout(), opts)
+			if cmd.Context().Err() != nil || outGone.Load() {
+				return nil // a signal (the stop's exit status says it), or the client gone
 			}
 			return err
 		},

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/toolgate/toolgate/index"
 	"github.com/toolgate/toolgate/index/catalog"
@@ -154,5 +155,22 @@ func TestDoctorIndexesOfConfigs(t *testing.T) {
 		if ch.Name == "index" && (len(ch.Indexes) != 2 || ch.Indexes[0].StartsFrom || ch.Indexes[1].StartsFrom) {
 			t.Errorf("doctor without --config: %+v", ch.Indexes)
 		}
+	}
+}
+
+// TestDoctorIndexBuiltAheadOfClock: an index whose build time is ahead of
+// this machine's clock (the clock set back since, or a data folder from a
+// machine whose clock ran ahead) is said so; doctor printed `built -1h0m0s
+// ago`.
+func TestDoctorIndexBuiltAheadOfClock(t *testing.T) {
+	created := time.Now().Add(time.Hour).UTC()
+	got := doctorIndexEntry{Config: "/etc/toolgate.json", Tools: 3, Generation: 2, Created: created, Format: index.FormatVersion, Opens: true}.String()
+	want := ", generation 2, built at " + created.Format(time.RFC3339) + ", ahead of this machine's clock (set back since?)"
+	if !strings.Contains(got, want) || strings.Contains(got, "-1h") {
+		t.Errorf("doctor's index line = %q\nwant it to hold %q", got, want)
+	}
+	past := doctorIndexEntry{Tools: 3, Generation: 2, Created: time.Now().Add(-time.Hour), Format: index.FormatVersion, Opens: true}.String()
+	if !strings.Contains(past, ", built 1h0m0s ago") {
+		t.Errorf("doctor's index line = %q, want built 1h0m0s ago", past)
 	}
 }

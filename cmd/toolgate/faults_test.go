@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -166,8 +167,14 @@ type stdioGateway struct {
 
 func serveStdio(t *testing.T, name string) *stdioGateway {
 	t.Helper()
+	return serveStdioMode(t, name, backendtest.ModeNormal)
+}
+
+// serveStdioMode is serveStdio with a fake backend of the modes given.
+func serveStdioMode(t *testing.T, name, modes string) *stdioGateway {
+	t.Helper()
 	g := &stdioGateway{logs: &testenv.LogBuffer{}, exited: make(chan struct{})}
-	g.cmd = toolgateCmd(t, t.TempDir(), "serve", "--config", fakeConfig(t, map[string]string{"fake": backendtest.ModeNormal}, nil))
+	g.cmd = toolgateCmd(t, t.TempDir(), "serve", "--config", fakeConfig(t, map[string]string{"fake": modes}, nil))
 	g.cmd.Stderr = io.MultiWriter(g.logs, testLog(t, "toolgate: "))
 	var err error
 	if g.stdin, err = g.cmd.StdinPipe(); err != nil {
@@ -222,6 +229,29 @@ func TestStdioClientClosesStdout(t *testing.T) {
 	}
 	if !strings.Contains(g.logs.String(), "the stdio client closed stdout: stopping") {
 		t.Errorf("the log does not say why the gateway stopped:\n%s", g.logs.String())
+	}
+}
+
+// TestStdioClientClosesStdoutMidCall: a stdio client that closes its end
+// of stdout while a call runs is gone at once: the gateway stops (exit 0,
+// saying why) and the call is cancelled on its server. It waited for the
+// call's answer to find stdout closed, for as long as the call ran (a call
+// that never ends: for good).
+func TestStdioClientClosesStdoutMidCall(t *testing.T) {
+	g := serveStdioMode(t, "gone-mid-call", backendtest.ModeHang)
+	g.send(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	g.send(t, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"execute_tool","arguments":{"name":"fake__hang"}}}`)
+	g.stdout.Close()
+	select {
+	case <-g.exited:
+	case <-time.After(testenv.Timeout):
+		t.Fatalf("the gateway did not stop after its client closed stdout mid-call:\n%s", g.logs.String())
+	}
+	if ws := g.cmd.ProcessState.Sys().(syscall.WaitStatus); ws.Signaled() || ws.ExitStatus() != 0 {
+		t.Errorf("exit %v after the client closed stdout, want status 0:\n%s", g.cmd.ProcessState, g.logs.String())
+	}
+	if log := g.logs.String(); strings.Count(log, "the stdio client closed stdout: stopping") != 1 {
+		t.Errorf("the log does not say once why the gateway stopped:\n%s", log)
 	}
 }
 
@@ -1071,4 +1101,154 @@ func TestUmaskZeroOwnerOnly(t *testing.T) {
 		}
 		ownerOnly(t, data)
 	})
+}
+
+// TestStopUnderTimeout: `timeout` told to stop (its own SIGTERM, or its
+// time up) sends the signal to the gateway and then to its process group,
+// the gateway again, microseconds apart. The gateway took the second for an
+// impatient one and exited at once (exit status 143, `second SIGTERM:
+// exiting now, without finishing the stop`), its stores unclosed; it is now
+// the same stop, which ends cleanly (exit status 0, passed on by timeout).
+func TestStopUnderTimeout(t *testing.T) {
+	timeout, err := exec.LookPath("timeout")
+	if err != nil {
+		t.Fatalf("coreutils' timeout is needed: %v", err)
+	}
+	cfg := filepath.Join(t.TempDir(), "servers.json")
+	if err := os.WriteFile(cfg, []byte(`{"mcpServers": {}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr := freeAddr(t)
+	serve := toolgateCmd(t, t.TempDir(), "serve", "--config", cfg, "--http", addr, "--mode", "bm25")
+	serve.Args = append([]string{timeout, "1h"}, serve.Args...)
+	serve.Path = timeout
+	g := startServe(t, serve, addr)
+	since := time.Now()
+	g.signal(t, syscall.SIGTERM) // to timeout, which passes it on twice
+	if code, _ := g.waitExit(t, since); code != 0 {
+		t.Errorf("exit status %d under timeout, want 0 (a clean stop); log:\n%s", code, g.logs)
+	}
+	// The kernel merges the two when the first is still pending as the
+	// second comes, so "taken as the same stop" is not always logged.
+	if log := g.logs.String(); strings.Contains(log, "exiting now") {
+		t.Errorf("log:\n%s", log)
+	}
+}
+
+// TestServeWarnsOfTakenTwin: serve on 127.0.0.1:PORT while another program
+// listens on [::1]:PORT warns that a client given localhost:PORT may reach
+// that program, with the URL to give instead. It said nothing: a client
+// that tries ::1 first got the other program's answers, and the gateway's
+// log had no word of it.
+func TestServeWarnsOfTakenTwin(t *testing.T) {
+	other, err := net.Listen("tcp6", "[::1]:0")
+	if err != nil {
+		t.Fatalf("IPv6 loopback: %v", err)
+	}
+	defer other.Close()
+	_, port, _ := net.SplitHostPort(other.Addr().String())
+	cfg := filepath.Join(t.TempDir(), "servers.json")
+	if err := os.WriteFile(cfg, []byte(`{"mcpServers": {}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr := "127.0.0.1:" + port
+	g := startServe(t, toolgateCmd(t, t.TempDir(), "serve", "--config", cfg, "--http", addr, "--mode", "bm25"), addr)
+	want := "another program listens on [::1]:" + port + ", the other loopback address of this port: a client given localhost:" + port
+	if log := g.logs.String(); !strings.Contains(log, want) || !strings.Contains(log, "give clients http://"+addr+"/mcp rather than localhost") {
+		t.Errorf("log lacks the warning %q:\n%s", want, log)
+	}
+}
+
+// TestServerStartsAfterWorkingDirRemoved: toolgate's working directory
+// (the folder its MCP client started it in: a project folder, a git
+// worktree) removed while it runs left every stdio server without a cwd
+// unable to start again: npx, uvx and Python ask for their folder at start
+// and fail (`Error: ENOENT: no such file or directory, uv_cwd`), and the
+// server stayed down with the fix `check command, args and env`. Such a
+// server now starts in the folder made again at that path, else in /.
+func TestServerStartsAfterWorkingDirRemoved(t *testing.T) {
+	fake := backendtest.Command(t, backendtest.ModeNormal)
+	// A server that needs its folder, as npm's does: it exits when it
+	// cannot learn it.
+	needsCwd := map[string]any{"command": "sh", "args": []string{"-c", `test -d "$(pwd -P)" || exit 1; exec "$0"`, fake.Command}, "env": fake.Env}
+	doc, err := json.Marshal(map[string]any{"mcpServers": map[string]any{"fake": needsCwd}, "toolgate": map[string]any{"learn": map[string]any{"enabled": false}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(t.TempDir(), "toolgate.json")
+	if err := os.WriteFile(cfg, doc, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	data := t.TempDir()
+	wd := filepath.Join(t.TempDir(), "project")
+	if err := os.Mkdir(wd, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	serve := toolgateCmd(t, data, "serve", "--config", cfg, "--mode", "bm25")
+	serve.Dir = wd
+	var log testenv.LogBuffer
+	serve.Stderr = io.MultiWriter(&log, testLog(t, "serve: "))
+	ctx, cs := connectStdio(t, serve, 3*time.Minute)
+	if err := os.Remove(wd); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := toolgateCmd(t, data, "servers", "restart", "fake").CombinedOutput(); err != nil {
+		t.Fatalf("servers restart fake after toolgate's working directory was removed: %v\n%s", err, out)
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "execute_tool", Arguments: map[string]any{"name": "fake__echo", "arguments": map[string]any{"text": "hi"}}})
+	if err != nil || res.IsError {
+		t.Fatalf("a call after the restart: %v %+v", err, res)
+	}
+	if !strings.Contains(log.String(), "toolgate's working directory "+wd+" was removed") {
+		t.Errorf("the log does not say why the server starts elsewhere:\n%s", log.String())
+	}
+}
+
+// TestConnectClientClosesStdoutMidCall: `toolgate connect` whose client
+// closes its end of stdout while a call runs is gone at once, as serve
+// is: exit 0, the call's request to the gateway ended. It waited for the
+// call's answer to find stdout closed (with a callTimeout of 10 minutes:
+// 10 minutes).
+func TestConnectClientClosesStdoutMidCall(t *testing.T) {
+	addr := freeAddr(t)
+	cfg := fakeConfig(t, map[string]string{"fake": backendtest.ModeHang}, map[string]any{"callTimeout": "10m", "learn": map[string]any{"enabled": false}})
+	data := t.TempDir()
+	startServe(t, toolgateCmd(t, data, "serve", "--config", cfg, "--http", addr, "--mode", "bm25"), addr)
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer outR.Close()
+	var logs testenv.LogBuffer
+	cmd := toolgateCmd(t, data, "connect", "--addr", addr)
+	cmd.Stdout, cmd.Stderr = outW, io.MultiWriter(&logs, testLog(t, "connect: "))
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	outW.Close()
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() { stdin.Close(); _ = cmd.Process.Kill(); <-exited })
+	io.WriteString(stdin, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"gone","version":"1"}}}`+"\n")
+	if line, err := bufio.NewReader(outR).ReadString('\n'); err != nil || !strings.Contains(line, `"id":1`) {
+		t.Fatalf("initialize through connect: %q, %v", line, err)
+	}
+	io.WriteString(stdin, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n")
+	io.WriteString(stdin, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"execute_tool","arguments":{"name":"fake__hang"}}}`+"\n")
+	outR.Close()
+	select {
+	case <-exited:
+	case <-time.After(testenv.Timeout):
+		t.Fatalf("connect did not stop after its client closed stdout mid-call:\n%s", logs.String())
+	}
+	if ws := cmd.ProcessState.Sys().(syscall.WaitStatus); ws.Signaled() || ws.ExitStatus() != 0 {
+		t.Errorf("connect exit %v after its client closed stdout, want status 0:\n%s", cmd.ProcessState, logs.String())
+	}
+	if !strings.Contains(logs.String(), "the stdio client closed stdout: stopping") {
+		t.Errorf("the log does not say why connect stopped:\n%s", logs.String())
+	}
 }

@@ -393,7 +393,14 @@ func (d doctorIndexEntry) String() string {
 	if len(d.Servers) > 0 {
 		s += " (" + strings.Join(d.Servers, ", ") + ")"
 	}
-	s += fmt.Sprintf(", generation %d, built %s ago", d.Generation, time.Since(d.Created).Round(time.Second))
+	if ago := time.Since(d.Created).Round(time.Second); ago >= 0 {
+		s += fmt.Sprintf(", generation %d, built %s ago", d.Generation, ago)
+	} else {
+		// A wall time from the data folder: the clock set back since (or
+		// the folder copied from a machine whose clock ran ahead) made it
+		// "built -1h0m0s ago".
+		s += fmt.Sprintf(", generation %d, built at %s, ahead of this machine's clock (set back since?)", d.Generation, d.Created.UTC().Format(time.RFC3339))
+	}
 	if d.Format != index.FormatVersion {
 		s += fmt.Sprintf(", format %d (this toolgate reads %d)", d.Format, index.FormatVersion)
 	}

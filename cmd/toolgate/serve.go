@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -302,6 +303,7 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 			return err
 		}
 		defer ln.Close()
+		warnTakenTwin(log, ln, frontCert != nil)
 		// Served at once: the probes answer while the gateway starts, and
 		// the other requests wait for it (gateway.Starting).
 		hf = startFront(ctx, ln, frontCert, log, stage.why)
@@ -314,11 +316,21 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 		ctx, cancel = context.WithCancel(ctx)
 		defer cancel()
 		stdin = linerpc.WatchStdin()
+		// So does one that closes its end of stdout, at once: a write
+		// finds it only at the next reply, which a call in flight held
+		// back for as long as it ran, for a client gone.
+		stdout := linerpc.WatchReaderGone(os.Stdout)
+		defer stdout.Stop()
 		go func() {
 			select {
 			case <-stdin.Ended():
 				if ctx.Err() == nil {
 					log.Info("the stdio client closed stdin: stopping")
+				}
+				cancel()
+			case <-stdout.Gone():
+				if ctx.Err() == nil {
+					log.Info("the stdio client closed stdout: stopping")
 				}
 				cancel()
 			case <-ctx.Done():
@@ -699,6 +711,27 @@ var version = "dev"
 // lost log line, or a broken stdio transport that ends the session and
 // stops the process cleanly. Kept until the process exits: the stop logs
 // after the command returns.
+// warnTakenTwin warns when another program listens on the other loopback
+// of the front's port ([::1]:8931 beside 127.0.0.1:8931): a client given
+// localhost:8931 that tries that family first reached it instead of the
+// gateway (a 404, an answer in another protocol, a hang) with nothing in
+// the gateway's log to say why.
+func warnTakenTwin(log *slog.Logger, ln net.Listener, https bool) {
+	twin := gateway.TakenTwin(ln)
+	if twin == "" {
+		return
+	}
+	scheme := "http"
+	if https {
+		scheme = "https"
+	}
+	_, port, _ := net.SplitHostPort(twin)
+	log.Warn("another program listens on "+twin+", the other loopback address of this port: a client given localhost:"+port+
+		" that tries it first (Node, curl and Go try ::1 first where localhost is both ::1 and 127.0.0.1) reaches that program, not this gateway",
+		"fix", "give clients "+(&url.URL{Scheme: scheme, Host: ln.Addr().String(), Path: "/mcp"}).String()+" rather than localhost, "+
+			"or stop that program (ss -ltnp 'sport = :"+port+"' names it), or serve on another port")
+}
+
 func catchSIGPIPE() { signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE) }
 
 // readerMayLeave runs a command that writes its result after work a kill

@@ -130,8 +130,11 @@ func (fr *front) serve(ctx context.Context) error {
 		err := gw.ServeStdioFrom(ctx, fr.stdin)
 		if errors.Is(err, syscall.EPIPE) {
 			// The client closed its end of our stdout: it is gone, as when
-			// it closes stdin. A stop, not a failure.
-			fr.log.Info("the stdio client closed stdout: stopping")
+			// it closes stdin. A stop, not a failure (said once: the watch
+			// of stdout may have seen it first).
+			if ctx.Err() == nil {
+				fr.log.Info("the stdio client closed stdout: stopping")
+			}
 			return nil
 		}
 		return err

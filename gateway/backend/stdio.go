@@ -20,6 +20,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/gateway/quarantine"
 	"github.com/toolgate/toolgate/internal/oneline"
@@ -225,6 +227,38 @@ func argFilesState(srv config.Server) string {
 	return b.String()
 }
 
+// startDir is toolgate's working directory as it started: the folder its
+// MCP client started it in, which a server without a cwd inherits.
+var startDir, _ = os.Getwd()
+
+// dirGoneOnce logs the first start that inheritedDir moves.
+var dirGoneOnce sync.Once
+
+// inheritedDir is the folder a server without a cwd starts in: "" (toolgate's
+// own working directory) while that is there. Once removed (a project
+// folder deleted, a git worktree removed under the client), a child started
+// in it cannot learn its folder: npm (npx), uv (uvx) and Python fail at
+// start (`Error: ENOENT: no such file or directory, uv_cwd`), and the
+// server stayed down with the fix to check its command. It then starts in
+// the folder made again at that path, else in /, as a server a client
+// such as Claude Desktop starts does.
+func inheritedDir(log *slog.Logger) string {
+	if _, err := unix.Getwd(); err == nil || !errors.Is(err, unix.ENOENT) {
+		return ""
+	}
+	dir := "/"
+	if fi, err := os.Stat(startDir); err == nil && fi.IsDir() && startDir != "" {
+		dir = startDir
+	}
+	if log != nil {
+		dirGoneOnce.Do(func() {
+			log.Warn("toolgate's working directory "+startDir+" was removed while it runs: the stdio servers without a cwd start in "+dir+" from now on (npx, uvx and Python cannot start in a folder removed)",
+				"fix", `give each stdio server a "cwd" in the config to choose its folder, or restart toolgate from a folder that stays`)
+		})
+	}
+	return dir
+}
+
 // startProc starts srv's command with an allowlisted environment in its own
 // process group, stdout filtered into out (JSON lines only) and stderr drained
 // into the log.
@@ -234,11 +268,15 @@ func startProc(srv config.Server, pc procConfig) (*proc, error) {
 	if err != nil {
 		return nil, err
 	}
+	dir := srv.Cwd
+	if dir == "" {
+		dir = inheritedDir(pc.log)
+	}
 	cmd := &exec.Cmd{
 		Path:        path,
 		Args:        append([]string{srv.Command}, srv.Args...),
 		Env:         env,
-		Dir:         srv.Cwd,
+		Dir:         dir,
 		SysProcAttr: sysProcAttr(),
 	}
 	var lifeR, lifeW *os.File

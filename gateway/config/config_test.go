@@ -3,14 +3,19 @@ package config
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/toolgate/toolgate/internal/storage"
 )
 
 // env is a fixed environment for tests.
@@ -803,6 +808,64 @@ func TestLoadFolder(t *testing.T) {
 	}
 	if _, err := ReadDocs([]string{dir}); err == nil || !strings.HasSuffix(err.Error(), "give the config file's path ("+filepath.Join(dir, "toolgate.json")+" is in it)") {
 		t.Errorf("ReadDocs of a folder holding toolgate.json = %v, want it named", err)
+	}
+}
+
+// TestLoadDanglingSymlink: a config path that is a symlink to a file that
+// is not there (a dotfiles link to a checkout moved away, a ConfigMap's
+// link swapped ahead of its file) names the link and its missing target,
+// with the fix. It read `open …/toolgate.json: no such file or directory`
+// though ls lists the file, and for a relative path added the hint to give
+// an absolute one, which was not what went wrong.
+func TestLoadDanglingSymlink(t *testing.T) {
+	dir := t.TempDir()
+	link := filepath.Join(dir, "toolgate.json")
+	if err := os.Symlink("real.json", link); err != nil {
+		t.Fatal(err)
+	}
+	want := "read config: " + link + " is a symlink to " + filepath.Join(dir, "real.json") + ", which does not exist: " +
+		"put the config file there, or point the link at it (ln -sfn FILE " + link + ")"
+	_, err := Load(link)
+	if err == nil || err.Error() != want || !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Load of a dangling symlink = %v\nwant %s", err, want)
+	}
+	// Through a chain (a ConfigMap: toolgate.json -> ..data/toolgate.json,
+	// ..data -> a folder removed): the path that is not there is named.
+	cm := filepath.Join(dir, "cm")
+	if err := os.MkdirAll(cm, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("..2026_12_07", filepath.Join(cm, "..data")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("..data/toolgate.json", filepath.Join(cm, "toolgate.json")); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(cm)
+	_, err = Load("toolgate.json")
+	if err == nil || !strings.Contains(err.Error(), "toolgate.json is a symlink to "+filepath.Join(cm, "..2026_12_07", "toolgate.json")+", which does not exist") ||
+		strings.Contains(err.Error(), "absolute path") {
+		t.Errorf("Load of a link whose folder link dangles = %v", err)
+	}
+	if why := ReloadReadError(err); !strings.Contains(why, "is a symlink to "+filepath.Join(cm, "..2026_12_07", "toolgate.json")+" now, which does not exist: put the config file there, or point the link at it") ||
+		!strings.Contains(why, "the gateway keeps the config in effect meanwhile") {
+		t.Errorf("ReloadReadError = %q", why)
+	}
+}
+
+// TestReloadReadErrorRefused: a reload of a config file this user may not
+// read (replaced by `sudo cp`, root's and 0600; a chmod) says what to
+// change, as a command's fix does, and that the config in effect stays. It
+// said `read config: open …: permission denied` and no more.
+func TestReloadReadErrorRefused(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "toolgate.json")
+	if err := os.WriteFile(path, []byte(`{}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	err := fmt.Errorf("read config: %w", &fs.PathError{Op: "open", Path: path, Err: syscall.EACCES})
+	want := "read config: open " + path + ": permission denied: " + storage.ReadFix(path) + " " + keptRefused
+	if got := ReloadReadError(err); got != want {
+		t.Errorf("ReloadReadError = %q\nwant %q", got, want)
 	}
 }
 

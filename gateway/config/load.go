@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/toolgate/toolgate/internal/dirs"
+	"github.com/toolgate/toolgate/internal/storage"
 	"github.com/toolgate/toolgate/internal/typo"
 )
 
@@ -38,6 +39,11 @@ func readFile(path string) ([]byte, error) {
 	}
 	if fi, serr := os.Stat(path); serr == nil && fi.IsDir() {
 		return nil, &DirError{Path: path}
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		if target, ok := danglingTarget(path); ok {
+			return nil, &DanglingError{Path: path, Target: target}
+		}
 	}
 	if errors.Is(err, fs.ErrNotExist) && !filepath.IsAbs(path) {
 		if wd, werr := os.Getwd(); werr == nil {
@@ -63,26 +69,99 @@ func (e *DirError) Error() string {
 	return fmt.Sprintf("read config: %s is a folder, not a file: %s", e.Path, fix)
 }
 
+// DanglingError is a config path that is a symlink whose target is not
+// there: a dotfiles link to a checkout moved away, a link swapped ahead of
+// its file (a Kubernetes ConfigMap's "..data"). Its read said `open
+// …/toolgate.json: no such file or directory` though ls lists the file,
+// and a reload called it gone.
+type DanglingError struct {
+	Path   string // the config path as given
+	Target string // the absolute path the link leads to, which is not there
+}
+
+func (e *DanglingError) Error() string {
+	return fmt.Sprintf("read config: %s is a symlink to %s, which does not exist: %s", e.Path, e.Target, e.fix())
+}
+
+func (e *DanglingError) fix() string {
+	return "put the config file there, or point the link at it (ln -sfn FILE " + e.Path + ")"
+}
+
+// Unwrap makes a dangling link a file that does not exist (errors.Is
+// fs.ErrNotExist), as its read said.
+func (e *DanglingError) Unwrap() error { return fs.ErrNotExist }
+
+// danglingTarget returns the absolute path that path, a symlink, leads to
+// and that is not there, following a chain of links and a link on the way
+// (toolgate.json -> ..data/toolgate.json, ..data -> a folder removed);
+// false when path is no symlink, or its target is there.
+func danglingTarget(path string) (string, bool) {
+	p, err := filepath.Abs(path)
+	if err != nil {
+		return "", false
+	}
+	for range 40 { // the kernel's own limit on links followed
+		fi, err := os.Lstat(p)
+		if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+			return "", false
+		}
+		t, err := os.Readlink(p)
+		if err != nil {
+			return "", false
+		}
+		if !filepath.IsAbs(t) {
+			t = filepath.Join(filepath.Dir(p), t)
+		}
+		_, err = os.Lstat(t)
+		if err == nil {
+			p = t
+			continue
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return "", false
+		}
+		if d, ok := danglingTarget(filepath.Dir(t)); ok {
+			return filepath.Join(d, filepath.Base(t)), true
+		}
+		return t, true
+	}
+	return "", false
+}
+
 // ReloadReadError is the words of a reload's failed read of a config file
-// that was there at start and is not now: replaced by a folder, or gone
-// (removed, moved away); "" for any other error. The config in effect stays
-// until the file is back. A file gone read as at start: `no such file`,
-// and for a relative path the hint to give an absolute one, which was not
-// what went wrong.
+// that was there at start and is not now: replaced by a folder, gone
+// (removed, moved away), a symlink to nothing, or refused to this user; ""
+// for any other error. The config in effect stays until the file is
+// back. A file gone read as at start: `no such file`, and for a relative
+// path the hint to give an absolute one, which was not what went wrong.
 func ReloadReadError(err error) string {
 	var dir *DirError
+	var dangling *DanglingError
 	var pe *fs.PathError
 	switch {
 	case errors.As(err, &dir):
 		return fmt.Sprintf("read config: %s is a folder now, not the config file: %s", dir.Path, putBack)
+	case errors.As(err, &dangling):
+		return fmt.Sprintf("read config: %s is a symlink to %s now, which does not exist: %s %s", dangling.Path, dangling.Target, dangling.fix(), keptMeanwhile)
 	case errors.Is(err, fs.ErrNotExist) && errors.As(err, &pe):
 		return fmt.Sprintf("read config: %s is gone (removed or moved away): %s", pe.Path, putBack)
+	case errors.Is(err, fs.ErrPermission) && errors.As(err, &pe):
+		// Replaced by `sudo cp` (root's, 0600) or a chmod: what to change,
+		// as a command's fix says it; the chmod or chown is an event the
+		// watcher reads the file again on.
+		return fmt.Sprintf("%v: %s %s", err, storage.ReadFix(pe.Path), keptRefused)
 	}
 	return ""
 }
 
-// putBack is ReloadReadError's fix.
-const putBack = "put the file back (the gateway keeps the config in effect meanwhile, and reads the file again once it is back)"
+// putBack is ReloadReadError's fix, and keptMeanwhile what the gateway
+// does until it is made.
+const (
+	keptIn        = "(the gateway keeps the config in effect meanwhile, and reads the file again once "
+	keptMeanwhile = keptIn + "it is back)"
+	keptRefused   = keptIn + "it may)"
+	putBack       = "put the file back " + keptMeanwhile
+)
 
 // ReadOnceError is a config "file" that can be read only once: a pipe
 // (`serve --config <(sops -d toolgate.enc.json)`, a FIFO), a character

@@ -143,7 +143,8 @@ func (l *Loop) reload(ctx context.Context, trigger, transport string, force bool
 		return l.reloaded(l.auditReload(&Reload{At: start, Trigger: trigger, Error: err.Error() + ": " + fix}, transport)), true
 	}
 	if why := config.ReloadReadError(err); why != "" {
-		// A file replaced by a folder, or gone: the fix is to put it back.
+		// A file replaced by a folder, gone, or refused: the fix is to put
+		// it back, or to let this user read it.
 		return reject("config reload failed: cannot read the file; the previous config stays in effect", errors.New(why), why)
 	}
 	if err != nil {

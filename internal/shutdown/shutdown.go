@@ -7,7 +7,10 @@
 // (Budget): the command stops what it runs within it — `serve` stops its
 // HTTP front, the runtime loop, the backends, then the stores — each
 // through Close, which waits no longer than the budget allows. A second
-// signal ends the process at once, and so does the budget running out.
+// signal ends the process at once, and so does the budget running out;
+// one within DefaultEcho of the first is the same signal sent twice
+// (`timeout`, a wrapper that passes the terminal's Ctrl-C on), not a
+// second.
 // The exit status says how the stop went:
 //
 //	0    clean: everything stopped, every store flushed and closed
@@ -46,6 +49,15 @@ const (
 	minWait = 100 * time.Millisecond
 )
 
+// DefaultEcho is how soon after the first signal a second one is taken as
+// the same stop sent twice rather than an impatient second: `timeout`
+// sends its signal to the command and then to its process group, the
+// command included, microseconds apart; a wrapper that passes the
+// terminal's Ctrl-C on to a command of its process group sends it within
+// milliseconds of the terminal's own. A person's second Ctrl-C comes later
+// than this, and still exits at once.
+const DefaultEcho = 100 * time.Millisecond
+
 // Exit statuses of a stop (0 is a clean one).
 const (
 	ExitUnclean = 4
@@ -56,6 +68,9 @@ const (
 type Options struct {
 	Logger *slog.Logger  // nil = discard (SetLogger sets one later)
 	Budget time.Duration // default Budget
+	// Echo: a second signal this soon after the first is the same stop
+	// (default DefaultEcho; negative: none is).
+	Echo time.Duration
 	// Signals delivers the stop signals (default: SIGINT, SIGTERM and
 	// SIGHUP of this process); tests send their own.
 	Signals chan os.Signal
@@ -94,6 +109,9 @@ func Start(parent context.Context, opts *Options) (context.Context, *Controller)
 	}
 	if o.Budget <= 0 {
 		o.Budget = Budget
+	}
+	if o.Echo == 0 {
+		o.Echo = DefaultEcho
 	}
 	if o.Exit == nil {
 		o.Exit = os.Exit
@@ -158,6 +176,7 @@ func (c *Controller) KeepHangup() {
 func (c *Controller) watch() {
 	defer close(c.done)
 	first := true
+	var firstAt time.Time
 	for {
 		select {
 		case <-c.quit:
@@ -167,7 +186,7 @@ func (c *Controller) watch() {
 				continue
 			}
 			if first {
-				first = false
+				first, firstAt = false, time.Now()
 				level := slog.LevelInfo
 				if c.quiet.Load() {
 					level = slog.LevelDebug
@@ -175,6 +194,15 @@ func (c *Controller) watch() {
 				c.logger().Log(context.Background(), level, "stopping: "+sigName(sig)+"; a second signal exits at once", "budget", c.o.Budget)
 				c.Begin()
 				c.cancel()
+				continue
+			}
+			if after := time.Since(firstAt); after < c.o.Echo {
+				level := slog.LevelInfo
+				if c.quiet.Load() {
+					level = slog.LevelDebug
+				}
+				c.logger().Log(context.Background(), level, fmt.Sprintf("%s again %s after the first: taken as the same stop (timeout(1), or a wrapper that passes the terminal's signal on, sends it twice); a signal after %s exits at once",
+					sigName(sig), after.Round(time.Microsecond), c.o.Echo))
 				continue
 			}
 			c.logger().Warn("second " + sigName(sig) + ": exiting now, without finishing the stop")

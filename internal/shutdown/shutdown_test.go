@@ -24,8 +24,16 @@ type fixture struct {
 
 func start(t *testing.T, budget time.Duration) *fixture {
 	t.Helper()
-	f := &fixture{sigs: make(chan os.Signal, 2), exits: make(chan int, 4), logs: &testenv.LogBuffer{}}
-	f.ctx, f.c = Start(context.Background(), &Options{Logger: f.logs.Logger(), Budget: budget, Signals: f.sigs, Exit: func(code int) { f.exits <- code }})
+	return startEcho(t, budget, 0)
+}
+
+// startEcho starts a fixture whose echo window is echo (0: the default,
+// negative: none). Its signals are unbuffered: a send returns once the
+// controller took it, so a second send returns once it handled the first.
+func startEcho(t *testing.T, budget, echo time.Duration) *fixture {
+	t.Helper()
+	f := &fixture{sigs: make(chan os.Signal), exits: make(chan int, 4), logs: &testenv.LogBuffer{}}
+	f.ctx, f.c = Start(context.Background(), &Options{Logger: f.logs.Logger(), Budget: budget, Echo: echo, Signals: f.sigs, Exit: func(code int) { f.exits <- code }})
 	return f
 }
 
@@ -83,7 +91,7 @@ func TestCloseThatHangsIsAbandoned(t *testing.T) {
 
 func TestSecondSignalExitsAtOnce(t *testing.T) {
 	for sig, want := range map[os.Signal]int{os.Interrupt: 130, syscall.SIGTERM: 143} {
-		f := start(t, time.Hour)
+		f := startEcho(t, time.Hour, -1) // every second signal comes after the echo window
 		f.sigs <- sig
 		<-f.ctx.Done()
 		f.sigs <- sig
@@ -94,6 +102,34 @@ func TestSecondSignalExitsAtOnce(t *testing.T) {
 			t.Errorf("log:\n%s", f.logs)
 		}
 		f.c.Stop()
+	}
+}
+
+// TestEchoedSignalIsTheSameStop: a second signal that comes within the
+// echo window of the first is the same stop, not an impatient second one.
+// `timeout` sends its SIGTERM to the command and then to its process group,
+// the command again; a wrapper script that passes the terminal's Ctrl-C on
+// sends it to a command that got it from the terminal already. The second
+// ended the process at once (exit 143, "exiting now, without finishing the
+// stop"), its stores not closed, though one signal was meant.
+func TestEchoedSignalIsTheSameStop(t *testing.T) {
+	f := startEcho(t, time.Hour, time.Hour) // every second signal is within the window
+	f.sigs <- syscall.SIGTERM
+	<-f.ctx.Done()
+	f.sigs <- syscall.SIGTERM // timeout's second
+	f.sigs <- os.Interrupt    // sent once the echo is handled (unbuffered)
+	f.c.Close("embedding cache", func() error { return nil })
+	if code := f.c.Stop(); code != 0 {
+		t.Fatalf("Stop = %d, want 0 (clean)", code)
+	}
+	if len(f.exits) != 0 {
+		t.Fatalf("an echoed signal ended the process (exit %d)", <-f.exits)
+	}
+	if log := f.logs.String(); strings.Contains(log, "exiting now") || !strings.Contains(log, "taken as the same stop") {
+		t.Errorf("log:\n%s", log)
+	}
+	if DefaultEcho <= 0 || DefaultEcho > 250*time.Millisecond {
+		t.Errorf("DefaultEcho = %v: an impatient second Ctrl-C must still exit at once", DefaultEcho)
 	}
 }
 

@@ -703,14 +703,6 @@ func (p *process) report() *gateway.ProcessInfo {
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
 
-// catchSIGPIPE keeps a process that an MCP client started (serve, connect)
-// alive when the client closes the read end of its stdout or stderr (it
-// quit, or it never reads stderr): Go's default for fds 1 and 2 is to die
-// of SIGPIPE at the next reply or log line. Caught rather than ignored, so
-// that backends do not inherit SIG_IGN: a write then fails with EPIPE, a
-// lost log line, or a broken stdio transport that ends the session and
-// stops the process cleanly. Kept until the process exits: the stop logs
-// after the command returns.
 // warnTakenTwin warns when another program listens on the other loopback
 // of the front's port ([::1]:8931 beside 127.0.0.1:8931): a client given
 // localhost:8931 that tries that family first reached it instead of the
@@ -732,6 +724,14 @@ func warnTakenTwin(log *slog.Logger, ln net.Listener, https bool) {
 			"or stop that program (ss -ltnp 'sport = :"+port+"' names it), or serve on another port")
 }
 
+// catchSIGPIPE keeps a process that an MCP client started (serve, connect)
+// alive when the client closes the read end of its stdout or stderr (it
+// quit, or it never reads stderr): Go's default for fds 1 and 2 is to die
+// of SIGPIPE at the next reply or log line. Caught rather than ignored, so
+// that backends do not inherit SIG_IGN: a write then fails with EPIPE, a
+// lost log line, or a broken stdio transport that ends the session and
+// stops the process cleanly. Kept until the process exits: the stop logs
+// after the command returns.
 func catchSIGPIPE() { signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE) }
 
 // readerMayLeave runs a command that writes its result after work a kill

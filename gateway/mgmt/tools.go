@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -127,18 +128,17 @@ func (d *durationArg) UnmarshalJSON(b []byte) error {
 // (catalog.LanguageCodes), so that a model picks one rather than guessing
 // "German" or "de-DE".
 func addServerSchema(d definition) definition {
+	// Codes alone, no language names: the schema is indexed with the
+	// tool, and "German", "Danish" … or "words" made add_server the first
+	// hit of a query that says them.
 	var codes []string
 	for _, c := range catalog.LanguageCodes() {
-		name := catalog.Languages[c]
-		if c == catalog.English {
-			name = "English"
-		}
-		codes = append(codes, fmt.Sprintf("%q (%s)", c, name))
+		codes = append(codes, strconv.Quote(c))
 	}
 	props := d.tool.InputSchema.(*jsonschema.Schema).Properties
-	props["language"].Description = "optional: the language the server names and describes its tools in, by code: " + strings.Join(codes, ", ") +
-		". search_tools then stems their words by that language's rules and reads queries in it as well as in English. Leave it out for English"
-	props["description"].Description = fmt.Sprintf("optional: what the server offers, in a few words of plain text (at most %d characters), "+
+	props["language"].Description = "optional: the language the server names and describes its tools in, as an ISO 639-1 code: " + strings.Join(codes, ", ") +
+		". search_tools then matches them, and queries, by that language's grammar as well as English's. Leave it out for English"
+	props["description"].Description = fmt.Sprintf("optional: what the server offers, briefly, as plain text (at most %d characters), "+
 		"e.g. \"invoices, customers and bookings of our accounting\"; search_tools names the server with it", config.MaxDescription)
 	return d
 }

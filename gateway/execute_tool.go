@@ -20,6 +20,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	segjson "github.com/segmentio/encoding/json"
 	"github.com/tidwall/gjson"
 	"go.opentelemetry.io/otel/trace"
 
@@ -171,16 +172,23 @@ func (g *Gateway) handleExecute(ctx context.Context, req *mcp.CallToolRequest) (
 	if res != nil && (res.NeedsInput() || res.InputRequests != nil) {
 		return g.inputRequired(ctx, req, a.Name, tool.Server, res), nil
 	}
-	problem := g.outputProblem(a.Name, tool, res)
 	// Bounded first: the note on the output schema, after, is never cut.
 	out, cut := g.bounded(ctx, tool, a.Name, res, forProtocol(req, res))
+	// A structuredContent the bound cut or left out is not checked: the
+	// client gets none of it whole, the trim's note says so, and a check
+	// of the megabytes left out cost more than the rest of the call (111
+	// ms of 5 MB rows, BenchmarkBigResult).
+	var problem string
+	if !cut {
+		problem = g.outputProblem(a.Name, tool, res)
+	}
 	if problem != "" {
 		note.output = problem
 		g.warnOutput(a.Name, tool, problem)
 		if g.opts.OutputMismatch != nil {
 			g.opts.OutputMismatch(tool.Server, tool.Name)
 		}
-		out = outputNote(out, a.Name, problem, cut)
+		out = outputNote(out, a.Name, problem)
 	}
 	return out, nil
 }
@@ -498,7 +506,11 @@ func isText(c mcp.Content) bool {
 
 // structuredJSON is the JSON of a result's structuredContent, as sent when
 // it was kept so (backend.exact: an integer past 2^53 keeps its digits);
-// nil when there is none.
+// nil when there is none. A decoded one is encoded with segmentio's
+// encoder, whose bytes are encoding/json's (FuzzStructuredJSON) at a third
+// of the time and without an allocation per value: 27 ms and 2
+// allocations for 5 MB of rows, where encoding/json took 61–80 ms and
+// 443,000.
 func structuredJSON(sc any) []byte {
 	switch sc := sc.(type) {
 	case nil:
@@ -506,7 +518,7 @@ func structuredJSON(sc any) []byte {
 	case json.RawMessage:
 		return bytes.TrimSpace(sc)
 	}
-	b, _ := json.Marshal(sc)
+	b, _ := segjson.Marshal(sc)
 	return b
 }
 

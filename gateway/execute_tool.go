@@ -1054,6 +1054,21 @@ func (g *Gateway) callError(ctx context.Context, name, server string, err error)
 			why = backend.ErrForKey(refused.Err)
 		}
 		return toolError("execute_tool %s: server %q refused this call: %s. The server and its other tools keep working; calling this one again will not help until that is done.", name, server, backend.ForModel(why))
+	case backend.OverCap(err):
+		// Not "answered with an error" nor "unavailable, retry later": the
+		// server answered, too much for one message, and will again.
+		g.log.Warn("tool result over the message size cap", "tool", name, "server", server, "err", err)
+		why := backend.ErrText(err)
+		if errors.As(err, &un) && policy.CallerFrom(ctx).Scoped() {
+			why = backend.ErrForKey(un.Err)
+		}
+		ask := "narrower arguments (a range, a page, a filter)"
+		if _, t, ok := g.lookup(policy.CallerFrom(ctx), name); ok {
+			if n := narrowingArgs(t.InputSchema); len(n) > 0 {
+				ask = "arguments that ask for less (it takes " + quoted(n) + ")"
+			}
+		}
+		return toolError("execute_tool %s: the result was too big to read: %s. maxResultBytes trims only a result the gateway could read, and the cap is not a setting; server %q and its other tools keep working. Call %s again with %s.", name, backend.ForModel(why), server, name, ask)
 	case errors.As(err, &un):
 		g.log.Warn("backend unavailable", "tool", name, "server", server, "err", err)
 		why := backend.ErrText(un.Err)

@@ -394,3 +394,25 @@ func FuzzStructuredJSON(f *testing.F) {
 		}
 	})
 }
+
+// TestOverCapSaysWhatToDo: a result over the message size cap (16 MiB) is
+// refused whole, as the stdio pump answers in its place. execute_tool said
+// `server "big" answered with an error: …; ask for less output`, as if the
+// server had failed; it says the result was too big to read, that
+// maxResultBytes cannot help, and which arguments ask for less.
+func TestOverCapSaysWhatToDo(t *testing.T) {
+	fs := &fakeSearcher{tools: []catalog.Tool{bigTool}, search: func(search.Query) (search.Result, error) { return search.Result{}, nil }}
+	g := New(fs, &fakeCaller{call: func(string, string, map[string]any) (*mcp.CallToolResult, error) {
+		return nil, fmt.Errorf(`call "read" on "big": calling "tools/call": the backend's response (more than 20259803 bytes) exceeds toolgate's message size cap of 16777216 bytes; ask for less output`)
+	}}, nil)
+	res := execBig(t, connect(t, g))
+	got := text(res)
+	for _, want := range []string{"too big to read", "16777216", "maxResultBytes trims only", `call big__read again with arguments that ask for less (it takes "head", "maxResults", "tail")`} {
+		if !strings.Contains(strings.ToLower(got), strings.ToLower(want)) {
+			t.Errorf("%q lacks %q", got, want)
+		}
+	}
+	if !res.IsError || strings.Contains(got, "answered with an error") {
+		t.Errorf("isError %v: %s", res.IsError, got)
+	}
+}

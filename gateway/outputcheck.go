@@ -40,29 +40,38 @@ const noStructured = "no structuredContent"
 // none, when res is an error, and when the schema is one the validator
 // cannot take (logged at debug level once; the result is passed on).
 func (g *Gateway) outputProblem(id string, tool catalog.Tool, res *mcp.CallToolResult) string {
+	p, _ := g.outputProblems(id, tool, res)
+	return p
+}
+
+// outputProblems is outputProblem, and recorded the same without the
+// result's values (outputRecordWords), for the audit record and the log:
+// they keep no data of a result, as they keep arguments only as a hash.
+func (g *Gateway) outputProblems(id string, tool catalog.Tool, res *mcp.CallToolResult) (problem, recorded string) {
 	if len(tool.OutputSchema) == 0 || res == nil || res.IsError {
-		return ""
+		return "", ""
 	}
 	r := g.outSchemas.resolved(id, tool.OutputSchema, g.log, "output schema not checked")
 	if r.err != nil {
-		return ""
+		return "", ""
 	}
 	if res.StructuredContent == nil {
-		return noStructured
+		return noStructured, noStructured
 	}
 	var v any
 	if sc, ok := res.StructuredContent.(map[string]any); ok {
 		v = sc
 	} else if err := json.Unmarshal(structuredJSON(res.StructuredContent), &v); err != nil {
-		return oneline.Cut("structuredContent is not JSON: "+err.Error(), maxOutputProblem)
+		return oneline.Cut("structuredContent is not JSON: "+err.Error(), maxOutputProblem), "structuredContent is not JSON"
 	}
 	err := r.rs.Validate(v)
 	if err == nil {
-		return ""
+		return "", ""
 	}
 	var root map[string]any
 	_ = json.Unmarshal(tool.OutputSchema, &root)
-	return oneline.Cut(plainWordsOf(outputWords, err.Error(), root, v), maxOutputProblem)
+	return oneline.Cut(plainWordsOf(outputWords, err.Error(), root, v), maxOutputProblem),
+		oneline.Cut(plainWordsOf(outputRecordWords, err.Error(), root, v), maxOutputProblem)
 }
 
 // outputNote is res with a text block after its content that says what

@@ -198,11 +198,17 @@ type wording struct {
 	item  string // one of its top-level fields: "argument"
 	fix   bool   // tell the sender to fix it ("remove it")
 	one   bool   // whole is singular ("is missing")
+	// bare names no value of the one checked, only where and what kind
+	// of problem: what the audit record and the log keep of a result,
+	// whose data they keep nowhere else (arguments only as a hash).
+	bare bool
 }
 
 var (
 	argWords    = wording{whole: "the arguments", item: "argument", fix: true}
 	outputWords = wording{whole: "structuredContent", item: "field", one: true}
+	// outputRecordWords are outputWords for the audit record and the log.
+	outputRecordWords = wording{whole: "structuredContent", item: "field", one: true, bare: true}
 )
 
 // plainWordsOf is plainWords for a value that w names.
@@ -264,8 +270,8 @@ func plainWordsOf(w wording, msg string, root map[string]any, sent any) string {
 			want, _ = strconv.Unquote(want)
 			want = withArticle(want)
 		}
-		if got == "null" {
-			return fmt.Sprintf("%s must be %s, not null", where, want)
+		if got == "null" || w.bare {
+			return fmt.Sprintf("%s must be %s, not %s", where, want, withArticle(got))
 		}
 		return fmt.Sprintf("%s must be %s, not %s (%s)", where, want, withArticle(got), sentJSON(sent, arg, v))
 	case strings.HasPrefix(msg, "minimum: "), strings.HasPrefix(msg, "maximum: "),
@@ -276,6 +282,9 @@ func plainWordsOf(w wording, msg string, root map[string]any, sent any) string {
 		if i := strings.LastIndexByte(bound, ' '); ok && i >= 0 {
 			bound = bound[i+1:]
 			limit := map[string]string{"minimum": "at least", "maximum": "at most", "exclusiveMinimum": "greater than", "exclusiveMaximum": "less than"}[kw]
+			if w.bare {
+				return fmt.Sprintf("%s must be %s %s", where, limit, plainNumber(bound))
+			}
 			return fmt.Sprintf("%s must be %s %s, not %s", where, limit, plainNumber(bound), plainNumber(v))
 		}
 	case strings.HasPrefix(msg, "enum: "):
@@ -284,8 +293,19 @@ func plainWordsOf(w wording, msg string, root map[string]any, sent any) string {
 			if en, ok := schemaAt(root, loc)["enum"].([]any); ok && len(en) > 0 {
 				vals = jsonValues(en, ", ")
 			}
+			if w.bare {
+				return fmt.Sprintf("%s must be one of %s", where, oneline.Cut(vals, 200))
+			}
 			return fmt.Sprintf("%s must be one of %s, not %s", where, oneline.Cut(vals, 200), sentJSON(sent, arg, v))
 		}
+	}
+	if w.bare {
+		// The validator's own words name the value ("pattern: "…" does
+		// not match …"): only its keyword.
+		if kw, _, ok := strings.Cut(msg, ":"); ok && !strings.ContainsAny(kw, " \"") {
+			return fmt.Sprintf("%s does not fit the schema's %q", where, kw)
+		}
+		return where + " does not fit the schema"
 	}
 	if arg == "" {
 		return msg

@@ -59,7 +59,7 @@ type auditTailFlags struct {
 func newAuditTailCmd(g *globals) *cobra.Command {
 	var f auditTailFlags
 	cmd := &cobra.Command{
-		Use:   "tail [-f] [--key K] [--tool T] [--server S] [--profile P] [--served-by FILE] [--since WHEN] [--until WHEN] [--decision D] [--outcome O] [-n N] [--json]",
+		Use:   "tail [-f] [--key K] [--tool T] [--server S] [--profile P] [--served-by FILE] [--since WHEN] [--until WHEN] [--decision D] [--outcome O] [-n N] [--json] [--config FILE]",
 		Short: "Print the last records of the audit log (-f: and the ones that follow)",
 		Long: `Print the last records of the audit log (-f: and the ones that follow),
 oldest first, from the rotated files too.

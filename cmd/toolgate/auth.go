@@ -109,21 +109,35 @@ not be asked.`,
 	return cmd
 }
 
+type authLogoutFlags struct {
+	config  string
+	timeout time.Duration
+}
+
 func newAuthLogoutCmd(g *globals) *cobra.Command {
-	var cfgPath string
+	var f authLogoutFlags
 	cmd := &cobra.Command{
-		Use:   "logout SERVER [--config FILE]",
-		Short: "Remove the stored login of a server",
-		Long: `Remove SERVER's stored tokens and client registration from the data folder.
-A running gateway stops using them at its next request to the server and
-reports the server as needing a login. The authorization server may consider the tokens valid until
-they expire: revoke toolgate's access there to end them at once.`,
+		Use:   "logout SERVER [--config FILE] [--timeout 10s]",
+		Short: "Remove the stored login of a server and end it at its authorization server",
+		Long: `Remove SERVER's stored tokens and client registration from the data folder,
+then end them at the authorization server: revoke the refresh and the access
+token (RFC 7009, where its metadata names a revocation_endpoint) and delete
+the client toolgate registered (RFC 7592, where the registration gave the
+means). A running gateway stops using the login at its next request to the
+server and reports the server as needing a login.
+The login is removed whatever the authorization server does; what it did
+not end (it offers no revocation, refused, or did not answer within
+--timeout) is said, with why: revoke toolgate's access there to end it.
+Exit status 0 once the login is removed.
+The config (--config, else that of the gateway running on the data folder,
+if any) gives the server's "tls" settings to those requests.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runAuthLogout(g, cmd.OutOrStdout(), args[0], cfgPath)
+			return runAuthLogout(cmd.Context(), g, cmd.OutOrStdout(), cmd.ErrOrStderr(), args[0], f)
 		},
 	}
-	configFlag(cmd, &cfgPath)
+	configFlag(cmd, &f.config)
+	cmd.Flags().DurationVar(&f.timeout, "timeout", oauth.DefaultLogoutTimeout, "how long to wait for the authorization server, all its requests together")
 	return cmd
 }
 
@@ -593,13 +607,20 @@ func checkLogin(ctx context.Context, tokens *oauth.Tokens, s config.Server, time
 	return nil
 }
 
-func runAuthLogout(g *globals, w io.Writer, name, cfgPath string) error {
-	if cfgPath != "" {
-		cfg, err := g.loadForAuth(context.Background(), io.Discard, &cfgPath)
-		if err != nil {
-			return err
-		}
-		s, err := remoteServer(cfg, cfgPath, name)
+func runAuthLogout(ctx context.Context, g *globals, w, stderr io.Writer, name string, f authLogoutFlags) error {
+	hide := func(s string) string { return s }
+	var hc *http.Client
+	named := f.config != ""
+	cfg, err := g.loadForAuth(ctx, stderr, &f.config)
+	switch {
+	case err != nil && named:
+		return err
+	case err != nil:
+		// No config named and none running (or unreadable): the login is
+		// removed all the same, its requests without the "tls" settings.
+		f.config = ""
+	default:
+		s, err := remoteServer(cfg, f.config, name)
 		if err != nil {
 			var ue usageError
 			if !errors.As(err, &ue) || !strings.HasPrefix(err.Error(), "no server") {
@@ -607,19 +628,100 @@ func runAuthLogout(g *globals, w io.Writer, name, cfgPath string) error {
 			}
 			// A server gone from the config may still have a login to remove.
 		} else {
-			name = s.Name
+			name, hide = s.Name, secretsOf(s)
+			if hc, err = serverHTTPClient(s, oauth.DefaultHTTPTimeout); err != nil {
+				return err
+			}
 		}
 	}
 	store := oauth.NewStore(g.DataDir())
-	if err := store.Delete(name); err != nil {
+	rep, err := oauth.Logout(ctx, store, name, &oauth.LogoutOptions{HTTPClient: hc, Timeout: f.timeout})
+	if err != nil {
 		if errors.Is(err, oauth.ErrNoLogin) {
 			return usageError{fmt.Errorf("no login of %q is stored in %s (`toolgate auth status --config FILE` shows them)", name, store.Dir())}
 		}
 		return err
 	}
-	fmt.Fprintf(w, "Logged out of %s: removed %s. A running gateway stops using it at its next request to the server.\nThe authorization server may honour its tokens until they expire: revoke toolgate's access there to end them now.\n",
-		name, store.Path(name))
+	fmt.Fprint(w, describeLogout(name, rep, hide, time.Now()))
 	return nil
+}
+
+// describeLogout says what a logout removed, what it ended at the
+// authorization server, and plainly what it did NOT end, why, and what to
+// do: the tokens stay valid there until they expire.
+func describeLogout(name string, rep *oauth.LogoutReport, hide func(string) string, now time.Time) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Logged out of %s: removed %s. A running gateway stops using it at its next request to the server.\n", name, rep.Path)
+	if rep.Login == nil {
+		fmt.Fprintf(&b, "NOT revoked: the login file could not be read (%s), so its tokens are unknown: revoke toolgate's access at the authorization server to end them now.\n", rep.Unread)
+		return b.String()
+	}
+	issuer := rep.Login.Issuer
+	if len(rep.Steps) == 0 {
+		fmt.Fprintf(&b, "Nothing to end at the authorization server %s: the login held no live token and no client toolgate registered.\n", issuer)
+		return b.String()
+	}
+	part := func(s oauth.LogoutStep) string {
+		switch s.Part {
+		case oauth.PartAccessToken:
+			if exp := rep.Login.Token.Expiry; !exp.IsZero() {
+				return "the access token (it expires in " + exp.Sub(now).Round(time.Second).String() + ")"
+			}
+			return "the access token (it does not expire)"
+		case oauth.PartClient:
+			return "the client " + rep.Login.Client.ID + " toolgate registered"
+		}
+		return "the " + s.Part
+	}
+	var revoked []string
+	var deleted bool
+	var whys []string                // the reasons, in order
+	notDone := map[string][]string{} // reason → the parts it left
+	tokensLeft := 0
+	clientLeft := map[string]bool{} // reason → it left the client
+	for _, s := range rep.Steps {
+		switch {
+		case s.Done && s.Part == oauth.PartClient:
+			deleted = true
+		case s.Done:
+			revoked = append(revoked, "the "+s.Part)
+		default:
+			why := hide(s.Why)
+			if _, ok := notDone[why]; !ok {
+				whys = append(whys, why)
+			}
+			notDone[why] = append(notDone[why], part(s))
+			if s.Part == oauth.PartClient {
+				clientLeft[why] = true
+			} else {
+				tokensLeft++
+			}
+		}
+	}
+	if len(revoked) > 0 {
+		fmt.Fprintf(&b, "Revoked at the authorization server %s: %s (RFC 7009).\n", issuer, strings.Join(revoked, " and "))
+	}
+	if deleted {
+		fmt.Fprintf(&b, "Deleted there the client %s toolgate registered (RFC 7592).\n", rep.Login.Client.ID)
+	}
+	for _, why := range whys {
+		verb := "revoked"
+		if clientLeft[why] {
+			verb = "deleted"
+			if len(notDone[why]) > 1 {
+				verb = "revoked or deleted"
+			}
+		}
+		fmt.Fprintf(&b, "NOT %s at %s: %s: %s.\n", verb, issuer, strings.Join(notDone[why], " and "), oneLine(why, 300))
+	}
+	switch tokensLeft {
+	case 0:
+	case 1:
+		fmt.Fprintf(&b, "That token stays valid until it expires: to end it now, revoke toolgate's access at the authorization server (its connected apps or security settings).\n")
+	default:
+		fmt.Fprintf(&b, "Those tokens stay valid until they expire: to end them now, revoke toolgate's access at the authorization server (its connected apps or security settings).\n")
+	}
+	return b.String()
 }
 
 // canSave checks that a login file can be written in dir (made if need

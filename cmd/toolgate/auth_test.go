@@ -408,6 +408,16 @@ func TestAuthCommandErrors(t *testing.T) {
 	if !errors.As(err, &ee) || ee.ExitCode() != 3 || !strings.Contains(strings.Join(strings.Fields(string(out)), " "), "remote http needs login") || !strings.Contains(stderr.String(), want) {
 		t.Errorf("auth status without --config, a gateway running: %v\n%s%s\nwant exit status 3, remote needing a login and %q", err, out, stderr.String(), want)
 	}
+
+	// So does logout, for the server's "tls" settings.
+	cliLogin(t, dataDir, cfgPath, "remote")
+	cmd = toolgateCmd(t, dataDir, "auth", "logout", "remote")
+	cmd.Env = append(cmd.Env, "TOOLGATE_CONFIG=")
+	stderr.Reset()
+	cmd.Stderr = &stderr
+	if out, err := cmd.Output(); err != nil || !strings.Contains(string(out), "Logged out of remote") || !strings.Contains(stderr.String(), want) {
+		t.Errorf("auth logout without --config, a gateway running: %v\n%s%s\nwant %q", err, out, stderr.String(), want)
+	}
 }
 
 // A server that answers 401 with a bare Bearer challenge and publishes no
@@ -834,4 +844,140 @@ func serveLoggedHTTP(t *testing.T, dataDir, cfgPath string) (context.Context, *m
 	serve.Stderr = io.MultiWriter(logs, testLog(t, "toolgate: "))
 	ctx, cs := connectHTTP(t, serve, addr, 2*time.Minute)
 	return ctx, cs, addr, logs
+}
+
+// takesToken reports whether the MCP server at url takes the access token.
+func takesToken(t *testing.T, url, token string) bool {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode != http.StatusUnauthorized
+}
+
+// TestAuthLogoutRevokes: `auth logout` ends the login at the
+// authorization server: it revokes the refresh and the access token (RFC
+// 7009; the server refuses the access token at once) and deletes the
+// client toolgate registered (RFC 7592), and says so. It removed the file
+// only and said "the authorization server may honour its tokens until
+// they expire", while the server went on taking them. An authorization
+// server that refuses or does not answer leaves the login removed (exit
+// status 0), and the output says plainly what was NOT revoked, why, and
+// what to do; no token is in any of it.
+func TestAuthLogoutRevokes(t *testing.T) {
+	as := oauthtest.NewAuthServer(t)
+	as.OfferRevocation()
+	as.ManageClients()
+	rs := oauthtest.NewResourceServer(t, as, backendtest.NewServer(backendtest.ParseModes("normal")), nil)
+	cfgPath := remoteConfig(t, "remote", rs.URL)
+	dataDir := t.TempDir()
+	logout := func(t *testing.T, c *oauth.Credentials) string {
+		t.Helper()
+		out, err := toolgateCmd(t, dataDir, "auth", "logout", "remote", "--config", cfgPath).CombinedOutput()
+		if err != nil {
+			t.Errorf("auth logout: %v\n%s", err, out)
+		}
+		if _, err := os.Stat(oauth.NewStore(dataDir).Path("remote")); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("login file after logout: %v", err)
+		}
+		noToken(t, c, map[string]string{"auth logout's output": string(out)})
+		if strings.Contains(string(out), c.Client.RegistrationToken) {
+			t.Errorf("the registration access token is in the output:\n%s", out)
+		}
+		return strings.Join(strings.Fields(string(out)), " ")
+	}
+
+	t.Run("revoked", func(t *testing.T) {
+		cliLogin(t, dataDir, cfgPath, "remote")
+		c := storedCreds(t, dataDir, "remote")
+		if !takesToken(t, rs.URL, c.Token.AccessToken) {
+			t.Fatal("the server refuses the login's access token before the logout")
+		}
+		out := logout(t, c)
+		for _, want := range []string{
+			"Logged out of remote: removed " + oauth.NewStore(dataDir).Path("remote"),
+			"Revoked at the authorization server " + as.URL + ": the refresh token and the access token (RFC 7009).",
+			"Deleted there the client " + c.Client.ID + " toolgate registered (RFC 7592).",
+		} {
+			if !strings.Contains(out, want) {
+				t.Errorf("auth logout says:\n%s\nwant %q", out, want)
+			}
+		}
+		if strings.Contains(out, "NOT") || strings.Contains(out, "may honour") {
+			t.Errorf("auth logout says something was not ended:\n%s", out)
+		}
+		if takesToken(t, rs.URL, c.Token.AccessToken) {
+			t.Error("the server still takes the access token after the logout")
+		}
+		if got := as.DeletedClients(); !slices.Contains(got, c.Client.ID) {
+			t.Errorf("deleted clients %v, want %q", got, c.Client.ID)
+		}
+	})
+
+	t.Run("refused", func(t *testing.T) {
+		cliLogin(t, dataDir, cfgPath, "remote")
+		c := storedCreds(t, dataDir, "remote")
+		c.Client.ID = "client-unknown"
+		if err := oauth.NewStore(dataDir).Save(c); err != nil {
+			t.Fatal(err)
+		}
+		out := logout(t, c)
+		want := "NOT revoked at " + as.URL + ": the refresh token and the access token (it expires in "
+		if !strings.Contains(out, want) || !strings.Contains(out, "the authorization server refused it: invalid_client") ||
+			!strings.Contains(out, "Those tokens stay valid until they expire: to end them now, revoke toolgate's access at the authorization server") {
+			t.Errorf("auth logout says:\n%s\nwant %q, invalid_client and what to do", out, want)
+		}
+	})
+
+	t.Run("down", func(t *testing.T) {
+		cliLogin(t, dataDir, cfgPath, "remote")
+		c := storedCreds(t, dataDir, "remote")
+		as.Stop()
+		defer as.Start()
+		out := logout(t, c)
+		for _, want := range []string{
+			"NOT revoked at " + as.URL + ": the refresh token and the access token (it expires in ",
+			"its metadata could not be read: ",
+			"NOT deleted at " + as.URL + ": the client " + c.Client.ID + " toolgate registered: no answer from " + as.URL + "/register/" + c.Client.ID + ": ",
+			"Those tokens stay valid until they expire",
+		} {
+			if !strings.Contains(out, want) {
+				t.Errorf("auth logout says:\n%s\nwant %q", out, want)
+			}
+		}
+	})
+}
+
+// TestAuthLogoutDemoServer: the TypeScript SDK's example authorization
+// server offers no revocation and no client management: `auth logout`
+// removes the login and says that the access token was NOT revoked, nor
+// the client deleted, and why, with exit status 0.
+func TestAuthLogoutDemoServer(t *testing.T) {
+	url := demoOAuthServer(t)
+	cfgPath := remoteConfig(t, "demo", url)
+	dataDir := t.TempDir()
+	cliLogin(t, dataDir, cfgPath, "demo")
+	c := storedCreds(t, dataDir, "demo")
+	out, err := toolgateCmd(t, dataDir, "auth", "logout", "demo", "--config", cfgPath).CombinedOutput()
+	if err != nil {
+		t.Errorf("auth logout: %v\n%s", err, out)
+	}
+	said := strings.Join(strings.Fields(string(out)), " ")
+	for _, want := range []string{
+		"NOT revoked at " + c.Issuer + ": the access token (it expires in ",
+		"it offers no token revocation (no revocation_endpoint in its metadata, RFC 7009).",
+		"NOT deleted at " + c.Issuer + ": the client " + c.Client.ID + " toolgate registered: the authorization server gave no means to delete it",
+		"That token stays valid until it expires: to end it now, revoke toolgate's access at the authorization server",
+	} {
+		if !strings.Contains(said, want) {
+			t.Errorf("auth logout says:\n%s\nwant %q", out, want)
+		}
+	}
+	noToken(t, c, map[string]string{"auth logout's output": string(out)})
 }

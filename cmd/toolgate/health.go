@@ -41,7 +41,7 @@ func newHealthCmd(g *globals) *cobra.Command {
 		return g.DataDir()
 	}}
 	cmd := &cobra.Command{
-		Use:   "health [--addr 127.0.0.1:8931] [--ready] [--ca FILE]",
+		Use:   "health [--addr 127.0.0.1:8931] [--config FILE] [--ready] [--ca FILE]",
 		Short: "Ask a gateway's HTTP front whether it is alive (or ready): a health check for a container without curl",
 		Long: `Ask the HTTP front of a gateway (toolgate serve --http) its liveness probe,
 GET /healthz, or with --ready its readiness probe, GET /readyz, and print its
@@ -163,12 +163,15 @@ func runHealth(ctx context.Context, w io.Writer, f healthFlags) error {
 	return err
 }
 
-// sameConfig checks that the gateway at u (the default address' /healthz,
-// asked for --config's gateway) serves config, as it says (servedConfigs):
-// a gateway that does not say (one that wants a key) is taken at its word.
+// sameConfig checks that the gateway at u (the default address' /healthz
+// or /readyz, asked for --config's gateway) serves config, as it says
+// (servedConfigs): a gateway that does not say (one that wants a key) is
+// taken at its word.
 func sameConfig(ctx context.Context, front frontTarget, u *url.URL, config, noneLocal string) error {
 	base := *u
-	base.Path = strings.TrimSuffix(base.Path, "/healthz")
+	// Either probe's path: with --ready it asked /readyz/status, no
+	// status, and took another config's gateway for one that does not say.
+	base.Path = strings.TrimSuffix(strings.TrimSuffix(base.Path, "/healthz"), "/readyz")
 	if err := otherConfig(u.Host, servedConfigs(ctx, &base, nil, front), config, noneLocal); err != nil {
 		return errors.New(strings.ReplaceAll(err.Error(), "\n", " ")) // in one line, as health's every answer
 	}

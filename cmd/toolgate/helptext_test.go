@@ -43,6 +43,12 @@ func TestHelpTextFacts(t *testing.T) {
 				t.Errorf("%s --%s says its default %d times: %q", cmd.CommandPath(), f.Name, n, f.Usage)
 			}
 		})
+		// A usage line that writes flags writes --config among them when
+		// the command takes it: health's and status's left it out, so
+		// their --help read as if only --addr found the gateway.
+		if f := cmd.LocalFlags().Lookup("config"); f != nil && strings.Contains(cmd.Use, "[-") && !strings.Contains(cmd.Use, "--config") && !strings.Contains(cmd.Use, "-c ") {
+			t.Errorf("%s takes --config, but its usage line %q does not write it", cmd.CommandPath(), cmd.Use)
+		}
 		for _, m := range useFlag.FindAllStringSubmatch(cmd.Use, -1) {
 			name := m[1]
 			var f *pflag.Flag

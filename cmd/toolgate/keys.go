@@ -54,7 +54,7 @@ type keysCreateFlags struct {
 func newKeysCreateCmd(g *globals) *cobra.Command {
 	var f keysCreateFlags
 	cmd := &cobra.Command{
-		Use:   "create --name NAME [--profile P] [--allow GLOB[,GLOB]]... [--deny GLOB[,GLOB]]... [--expires 30d] [--admin] [--print-hash]",
+		Use:   "create --name NAME [--profile P] [--allow GLOB[,GLOB]]... [--deny GLOB[,GLOB]]... [--expires 30d] [--admin] [--print-hash] [--config FILE]",
 		Short: "Create an API key and print its secret once (the last line)",
 		Long: `Create an API key. Its secret is printed once, alone on the last line
 (tg_…): keep it, it cannot be shown again. The data folder keeps only its

@@ -840,6 +840,32 @@ func TestHealthDefaultAddressOtherConfig(t *testing.T) {
 	}
 }
 
+// TestHealthReadyDefaultAddressOtherConfig: health --ready --config FILE
+// (a container's HEALTHCHECK) checks, as health does, that the gateway at
+// the default address serves FILE: it asked that gateway's /readyz/status,
+// which is no status, took it for one that does not say, and answered
+// ready for another config's gateway.
+func TestHealthReadyDefaultAddressOtherConfig(t *testing.T) {
+	t.Setenv(envKey, "")
+	data := t.TempDir()
+	cfg := filepath.Join(t.TempDir(), "toolgate.json")
+	if err := os.WriteFile(cfg, []byte(`{"mcpServers": {"one": {"command": "true"}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	other := "/srv/other/toolgate.json"
+	f := healthFlags{config: cfg, ready: true, dataDir: func(*config.File) string { return data }, timeout: 2 * time.Second, fallback: fakeGatewayServing(t, other, http.StatusOK)}
+	var out bytes.Buffer
+	err := runHealth(context.Background(), &out, f)
+	if err == nil || !strings.Contains(err.Error(), "the gateway at "+f.fallback+" serves another config ("+other+"), not "+cfg) || out.Len() > 0 {
+		t.Errorf("health --ready --config of another config's default gateway: %v\n%s", err, out.String())
+	}
+	f.fallback = fakeGatewayServing(t, cfg, http.StatusOK)
+	out.Reset()
+	if err := runHealth(context.Background(), &out, f); err != nil || out.String() != "ready (http://"+f.fallback+"/readyz)\n" {
+		t.Errorf("health --ready --config of its own default gateway: %v\n%s", err, out.String())
+	}
+}
+
 // TestHealthConfigNoneAnswers: `toolgate health --config FILE` when no
 // gateway runs on the data folder and none listens at the default address
 // says both, and the command that starts FILE's gateway there: it said
@@ -872,6 +898,7 @@ func TestHealthConfigNoneAnswers(t *testing.T) {
 func fakeGatewayServing(t *testing.T, serving string, statusCode int) string {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "ok") })
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "ready") })
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, _ *http.Request) {
 		w.WriteHeader(statusCode)
 		json.NewEncoder(w).Encode(gateway.StatusReport{Process: &gateway.ProcessInfo{PID: 4242, Transport: "http", Config: []string{serving}}})

@@ -36,7 +36,7 @@ type logsFlags struct {
 func newLogsCmd(g *globals) *cobra.Command {
 	f := logsFlags{every: 500 * time.Millisecond}
 	cmd := &cobra.Command{
-		Use:   "logs [--pid N] [-n 50] [-f] [--level L]",
+		Use:   "logs [--config FILE] [--pid N] [-n 50] [-f] [--level L]",
 		Short: "Print the last log lines of the gateways running on the data folder",
 		Long: `Print the last log lines of each gateway running on the data folder (those
 toolgate status lists), stdio ones included: a gateway an MCP client started

@@ -312,9 +312,21 @@ func TestManagementOverStdio(t *testing.T) {
 		"command": "node",
 		"args":    []string{filepath.Join(root, "examples/servers/node_modules/@modelcontextprotocol/server-memory/dist/index.js")},
 		"env":     map[string]string{"MEMORY_FILE_PATH": filepath.Join(t.TempDir(), "notes.jsonl")},
+		// The keys every entry may have, through execute_tool's check of
+		// the tool's schema (the durations a string or a number).
+		"description": "a knowledge graph of notes", "maxResultBytes": 20000, "callTimeout": 90, "connectTimeout": "1m",
 	})
 	if res.IsError {
 		t.Fatalf("add_server: %s", resultText(res))
+	}
+	if b, _ := os.ReadFile(cfgPath); !strings.Contains(string(b), `"description": "a knowledge graph of notes"`) || !strings.Contains(string(b), `"callTimeout": 90`) ||
+		!strings.Contains(string(b), `"connectTimeout": "1m"`) || !strings.Contains(string(b), `"maxResultBytes": 20000`) {
+		t.Errorf("add_server's settings are not in the file:\n%s", b)
+	}
+	// A value the config refuses: in the config's words, nothing written.
+	res = executeTool(t, ctx, cs, "toolgate__add_server", map[string]any{"name": "tight", "command": "node", "maxResultBytes": 0, "language": "German"})
+	if !res.IsError || !strings.Contains(resultText(res), `mcpServers["tight"].maxResultBytes: 0 is out of range`) || !strings.Contains(resultText(res), `mcpServers["tight"].language: unknown language "German": write "de" (German)`) {
+		t.Errorf("add_server with values the config refuses: isError=%v %s", res.IsError, resultText(res))
 	}
 	testenv.Eventually(t, "notes up", func() bool {
 		r := executeTool(t, ctx, cs, "toolgate__server_status", map[string]any{"name": "notes"})

@@ -35,6 +35,29 @@ type serversAddFlags struct {
 	env     []string
 	headers []string
 	tls     config.TLS // --tls-ca, --tls-cert, --tls-key
+	// The keys every kind of server shares.
+	description, language string
+	lazy                  bool
+	settings              []setting // their words as given (config.SettingValue)
+}
+
+// setting is a flag of servers add whose word goes into the entry as the
+// value of key, as the file would hold it, for the config's own check.
+type setting struct {
+	flag, key, usage string
+	word             string
+}
+
+// settingFlags are servers add's flags of an entry's durations and bound,
+// in the order the entry writes them.
+func settingFlags() []setting {
+	return []setting{
+		{flag: "connect-timeout", key: "connectTimeout", usage: `how long the server may take to start and list its tools ("2m", or seconds; default: the toolgate section's connectTimeout)`},
+		{flag: "call-timeout", key: "callTimeout", usage: `how long one call of its tools may run ("5m", or seconds; default: the toolgate section's callTimeout)`},
+		{flag: "keep-alive", key: "keepAlive", usage: `a remote server's ping interval while up ("15s", or seconds; default: the toolgate section's keepAlive)`},
+		{flag: "max-result-bytes", key: "maxResultBytes", usage: "bytes of text of one of its results that execute_tool hands back, longer ones trimmed (default: the toolgate section's maxResultBytes)"},
+		{flag: "idle-timeout", key: "idleTimeout", usage: `with --lazy: stop it after this long without calls ("10m", or seconds)`},
+	}
 }
 
 func newServersAddCmd(g *globals) *cobra.Command {
@@ -48,7 +71,14 @@ one at --url. A running gateway watching the file starts it. The file is
 checked first (${VAR} references need not be set in this shell); a name
 that is taken or an entry toolgate could not read changes nothing. One
 this shell's environment could not start (a command not in PATH, a variable
-not set) is added with a warning that says why.`,
+not set) is added with a warning that says why.
+
+Either kind takes the keys every entry may have: --description, --language,
+--max-result-bytes, --connect-timeout, --call-timeout, --lazy and
+--idle-timeout (and a remote one --keep-alive). Each is written as the key of
+its name and checked as the config file's is: a value the config refuses
+("--language German", "--max-result-bytes 0") is said in the config's words,
+and nothing is added.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			// `servers add --config F -- node x.js` took the command's
 			// first word for NAME, and said to give the command.
@@ -75,6 +105,14 @@ not set) is added with a warning that says why.`,
 	cmd.Flags().StringVar(&f.tls.CA, "tls-ca", "", "a remote server's private CA: a PEM file of the CAs to trust for its certificate, besides the system's")
 	cmd.Flags().StringVar(&f.tls.Cert, "tls-cert", "", "a client certificate (PEM) for a remote server that asks for one (mutual TLS); with --tls-key")
 	cmd.Flags().StringVar(&f.tls.Key, "tls-key", "", "the private key (PEM) of --tls-cert")
+	cmd.Flags().StringVar(&f.description, "description", "", "what the server offers, in a few words: search_tools names the server with it")
+	cmd.Flags().StringVar(&f.language, "language", "", `the language its tools are written in, by code ("de", "fr" …; default English): the keyword index stems them by its rules`)
+	cmd.Flags().BoolVar(&f.lazy, "lazy", false, "start the server at the first execute_tool of one of its tools, not with the gateway")
+	f.settings = settingFlags()
+	for i := range f.settings {
+		st := &f.settings[i]
+		cmd.Flags().StringVar(&st.word, st.flag, "", st.usage)
+	}
 	return cmd
 }
 
@@ -82,7 +120,15 @@ func runServersAdd(stderr io.Writer, name string, command []string, f serversAdd
 	if f.config == "" {
 		return usageError{errors.New("servers add needs --config FILE: the config file to add the server to")}
 	}
-	s := config.Server{Name: name, Type: f.typ, URL: f.url, Cwd: f.cwd}
+	s := config.Server{Name: name, Type: f.typ, URL: f.url, Cwd: f.cwd, Description: f.description, Language: f.language, Lazy: f.lazy}
+	var settings []config.Setting
+	keepAlive := false
+	for _, st := range f.settings {
+		if st.word != "" {
+			settings = append(settings, config.Setting{Key: st.key, Value: config.SettingValue(st.word)})
+			keepAlive = keepAlive || st.key == "keepAlive"
+		}
+	}
 	switch {
 	case f.url != "" && len(command) > 0:
 		return usageError{errors.New("servers add: give either a command (after --) or --url, not both")}
@@ -111,12 +157,17 @@ func runServersAdd(stderr io.Writer, name string, command []string, f serversAdd
 		{"--tls-ca", f.tls.CA != "", true},
 		{"--tls-cert", f.tls.Cert != "", true},
 		{"--tls-key", f.tls.Key != "", true},
+		{"--keep-alive", keepAlive, true},
 		{"--env", len(f.env) > 0, false},
 		{"--cwd", f.cwd != "", false},
 	} {
 		switch {
 		case fl.set && fl.remote && !remote:
-			return usageError{fmt.Errorf("servers add %s: %s is for a remote server (--url), not a local one started by a command: leave it out (a local server takes secrets through --env)", name, fl.name)}
+			why := "" // a local server's pipe needs no TLS or ping
+			if fl.name == "--header" {
+				why = " (a local server takes secrets through --env)"
+			}
+			return usageError{fmt.Errorf("servers add %s: %s is for a remote server (--url), not a local one started by a command: leave it out%s", name, fl.name, why)}
 		case fl.set && !fl.remote && remote:
 			return usageError{fmt.Errorf("servers add %s: %s is for a local server (a command after --), not one at --url: leave it out", name, fl.name)}
 		}
@@ -158,11 +209,11 @@ func runServersAdd(stderr io.Writer, name string, command []string, f serversAdd
 	// --type) is a usage error (exit status 2); what the file holds is
 	// checked with it below.
 	alone := []config.Doc{{Path: f.config, Data: []byte(`{"mcpServers": {}}`)}}
-	if _, _, err := config.AddServer(alone, s, nil); err != nil {
+	if _, _, err := config.AddServer(alone, s, nil, settings...); err != nil {
 		return usageError{err}
 	}
 	docs, changed, err := config.Edit([]string{f.config}, func(docs []config.Doc) ([]config.Doc, []int, error) {
-		docs, i, err := config.AddServer(docs, s, nil)
+		docs, i, err := config.AddServer(docs, s, nil, settings...)
 		return docs, []int{i}, err
 	})
 	if errors.Is(err, fs.ErrNotExist) {

@@ -621,3 +621,69 @@ func TestServersJSONMaxResultBytes(t *testing.T) {
 		}
 	}
 }
+
+// TestServersAddSettings: servers add takes the keys every server entry
+// may have, as flags (--description, --language, --max-result-bytes, the
+// timeouts, --lazy), and writes them as the file would hold them; a value
+// the config refuses is a usage error (exit status 2) in the config's own
+// words, the ones the same entry written in the file gets, and nothing is
+// added. They were unknown flags: a German server with a tight result
+// bound took an edit of the file by hand.
+func TestServersAddSettings(t *testing.T) {
+	path := writeConfig(t, `{"mcpServers": {}}`)
+	data := t.TempDir()
+	add := func(args ...string) (string, int) {
+		out, err := toolgateCmd(t, data, append([]string{"servers", "add"}, args...)...).CombinedOutput()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return string(out), ee.ExitCode()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(out), 0
+	}
+	if out, code := add("buchhaltung", "--config", path, "--description", "Rechnungen, Kunden und Buchungen", "--language", "de",
+		"--max-result-bytes", "2000", "--connect-timeout", "2m", "--call-timeout", "90", "--lazy", "--idle-timeout", "10m", "--", "sh", "buch.sh"); code != 0 {
+		t.Fatalf("servers add with settings: exit status %d\n%s", code, out)
+	}
+	if out, code := add("remote", "--config", path, "--url", "https://r.example/mcp", "--keep-alive", "15s"); code != 0 {
+		t.Fatalf("servers add --keep-alive: exit status %d\n%s", code, out)
+	}
+	after, _ := os.ReadFile(path)
+	cfg, err := config.Parse(after, path, nil)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, after)
+	}
+	b, r := cfg.MCPServers["buchhaltung"], cfg.MCPServers["remote"]
+	if b.Description != "Rechnungen, Kunden und Buchungen" || b.Language != "de" || b.MaxResultBytes != 2000 || b.ConnectTimeout.Duration != 2*time.Minute ||
+		b.CallTimeout.Duration != 90*time.Second || !b.Lazy || b.IdleTimeout.Duration != 10*time.Minute || r.KeepAlive.Duration != 15*time.Second {
+		t.Errorf("entries added:\n%s", after)
+	}
+	for _, tc := range []struct {
+		flags []string
+		entry string // the same, written in a file
+	}{
+		{[]string{"--max-result-bytes", "0"}, `"maxResultBytes": 0`},
+		{[]string{"--max-result-bytes", "1MB"}, `"maxResultBytes": "1MB"`},
+		{[]string{"--language", "German"}, `"language": "German"`},
+		{[]string{"--call-timeout", "soon"}, `"callTimeout": "soon"`},
+		{[]string{"--connect-timeout", "-5"}, `"connectTimeout": -5`},
+		{[]string{"--idle-timeout", "10m"}, `"idleTimeout": "10m"`},
+		{[]string{"--description", "a\x01b"}, `"description": "a\u0001b"`},
+	} {
+		_, want := config.Parse([]byte(`{"mcpServers": {"bad": {"command": "sh", `+tc.entry+`}}}`), path, nil)
+		if want == nil {
+			t.Fatalf("the config takes %s", tc.entry)
+		}
+		loader := strings.TrimPrefix(want.Error(), "config "+path+": ")
+		out, code := add(append(append([]string{"bad", "--config", path}, tc.flags...), "--", "sh")...)
+		if again, _ := os.ReadFile(path); code != 2 || !strings.Contains(out, loader) || string(again) != string(after) {
+			t.Errorf("servers add %s: exit status %d\n%s\nwant 2, the config's words (%s), the file unchanged", strings.Join(tc.flags, " "), code, out, loader)
+		}
+	}
+	// A remote server's flag beside a command: said with the flag's name.
+	if out, code := add("bad", "--config", path, "--keep-alive", "5s", "--", "sh"); code != 2 || !strings.Contains(out, "servers add bad: --keep-alive is for a remote server (--url), not a local one started by a command: leave it out\n") {
+		t.Errorf("servers add --keep-alive beside a command: exit status %d\n%s", code, out)
+	}
+}

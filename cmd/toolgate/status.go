@@ -64,7 +64,7 @@ type statusFlags struct {
 func newStatusCmd(g *globals) *cobra.Command {
 	var f statusFlags
 	cmd := &cobra.Command{
-		Use:   "status [--addr 127.0.0.1:8931] [--json]",
+		Use:   "status [--addr 127.0.0.1:8931] [--config FILE] [--json]",
 		Short: "Show the backends of the running gateways (stdio or HTTP)",
 		Long: `Show each backend's state, tool count, restarts, last error and how long it
 has been in its state, then the catalog's generation and the config reloads

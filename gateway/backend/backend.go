@@ -1304,7 +1304,12 @@ func (b *backend) call(ctx context.Context, tool string, args map[string]any) (*
 	// own answer (below).
 	// A refusal of one call alone (callOnly) is that call's error: the
 	// session went on, and another call that failed meanwhile read it.
-	if rf, n := r.refused(); rf != nil && !rf.rpc && n > refusedBefore && (!rf.callOnly || rf.call == exact) && ctx.Err() == nil && !errors.Is(context.Cause(cctx), ErrCallTimeout) {
+	// A refusal of this call alone is kept with it (exactResult.refused).
+	rf, n := r.refused()
+	if own := exact.refused.Load(); own != nil {
+		rf, n = own, refusedBefore+1
+	}
+	if rf != nil && !rf.rpc && n > refusedBefore && (!rf.callOnly || rf.call == exact) && ctx.Err() == nil && !errors.Is(context.Cause(cctx), ErrCallTimeout) {
 		if rf.sessionGone() && rf.call == exact && !errors.Is(err, mcp.ErrSessionMissing) {
 			// This call's own request was answered 404 on its session, so
 			// the server did not run it (callTool sends it again). go-sdk

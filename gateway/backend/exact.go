@@ -38,6 +38,10 @@ type exactResult struct {
 	// cut is how the answer to the call's POST ended before its result
 	// (streamable HTTP: callBody), or nil.
 	cut atomic.Pointer[cutAnswer]
+	// refused is the 403 that refused this call alone (refusal.callOnly):
+	// the transport's last refusal may be another call's by the time
+	// this one reads it.
+	refused atomic.Pointer[refusal]
 }
 
 type exactKey struct{}

@@ -1806,3 +1806,66 @@ func TestScopeRefusalIsThatCallsAlone(t *testing.T) {
 		t.Errorf("the other call: %v\nwant its own error, echo wants another text", err)
 	}
 }
+
+// TestScopeRefusalsAtOnce: calls refused 403 insufficient_scope at the
+// same time each fail as refused, with the scope their own 403 asked for.
+// The refusal was kept once for the session: a call whose 403 was
+// followed by another's before it read it found that one, not its own,
+// and failed as the server's JSON-RPC error (no login command, and
+// counted as the server's own answer).
+func TestScopeRefusalsAtOnce(t *testing.T) {
+	const n = 16
+	var arrived atomic.Int32
+	all := make(chan struct{})
+	srv := behindFront(t, backendtest.NewHTTPServer(t, config.TypeHTTP, backendtest.ModeNormal), func(proxy *httputil.ReverseProxy) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			var c struct {
+				Method string `json:"method"`
+				Params struct {
+					Arguments struct {
+						Text string `json:"text"`
+					} `json:"arguments"`
+				} `json:"params"`
+			}
+			if r.Method == http.MethodPost {
+				body, _ := io.ReadAll(r.Body)
+				r.Body = io.NopCloser(bytes.NewReader(body))
+				_ = json.Unmarshal(body, &c)
+			}
+			if c.Method != "tools/call" {
+				proxy.ServeHTTP(w, r)
+				return
+			}
+			if arrived.Add(1) == n {
+				close(all)
+			}
+			<-all // every 403 at once
+			w.Header().Set("WWW-Authenticate", `Bearer error="insufficient_scope", scope="`+c.Params.Arguments.Text+`"`)
+			w.WriteHeader(http.StatusForbidden)
+			fmt.Fprint(w, `{"error":"insufficient_scope"}`)
+		})
+	})
+	p := startPool(t, []config.Server{srv}, testOptions(&testenv.LogBuffer{}))
+	testenv.Eventually(t, "the server up", func() bool { return statusOf(t, p, "remote").State == StateUp })
+	errs := make(chan error, n)
+	for i := range n {
+		go func() {
+			_, err := p.CallTool(context.Background(), "remote", "echo", map[string]any{"text": fmt.Sprintf("scope%d", i)})
+			if err == nil {
+				err = errors.New("no error")
+			}
+			var refused *RefusedError
+			if want := fmt.Sprintf(`"scope%d"`, i); !errors.As(err, &refused) || !strings.Contains(err.Error(), want) {
+				err = fmt.Errorf("call %d: %w\nwant a RefusedError naming %s", i, err, want)
+			} else {
+				err = nil
+			}
+			errs <- err
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}

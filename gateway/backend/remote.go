@@ -457,6 +457,13 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		rf.answersBefore = t.answers.Load()
 		rf.call = exactFrom(req.Context())
 		rf.callOnly = rf.scope != "" && !rf.rpc && !t.sse && !t.handshake.Load() && scopeRefusalAnswer(req, resp, rf.scope)
+		if rf.callOnly && rf.call != nil {
+			// Kept with the call it refused alone: in the transport's, it
+			// took the place of another call's refusal before that call
+			// read it (calls refused at once).
+			rf.call.refused.Store(rf)
+			return resp, nil
+		}
 		t.refused.Store(rf)
 		t.refusals.Add(1)
 		if rf.callOnly {

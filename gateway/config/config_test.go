@@ -583,10 +583,12 @@ func TestParseBad(t *testing.T) {
 		}},
 		{"maxResultBytes", `{"mcpServers": {
 			"a": {"command": "x", "maxResultBytes": -1},
-			"b": {"command": "x", "maxResultBytes": "100KB"}},
+			"b": {"command": "x", "maxResultBytes": "100KB"},
+			"c": {"command": "x", "maxResultBytes": 1e20}},
 			"toolgate": {"maxResultBytes": 2000000000}}`, nil, []want{
 			{`mcpServers["a"].maxResultBytes`, `-1 is out of range: use 1 to 1073741824 bytes of text (or leave it out for the toolgate section's value)`},
 			{`mcpServers["b"].maxResultBytes`, `got "100KB", want a whole number`},
+			{`mcpServers["c"].maxResultBytes`, `1e20 is out of range: no setting takes a number that large`},
 			{`toolgate.maxResultBytes`, `2000000000 is out of range: use 1 to 1073741824 bytes of text (or leave it out for the default)`},
 		}},
 		{"maxResultBytes 0 is no way to turn trimming off", `{"mcpServers": {

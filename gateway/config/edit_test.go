@@ -212,6 +212,33 @@ func TestAddServerCaseTwin(t *testing.T) {
 	}
 }
 
+// TestAddServerSettings: AddServer writes settings into the entry as
+// given, after the Server's keys, so that Parse reads them as it reads a
+// file: a 0 maxResultBytes is refused, as the file's is (decoded into a
+// Server it was the key left out). A command-line word is the JSON a file
+// would hold (SettingValue): a number as written, anything else a string.
+func TestAddServerSettings(t *testing.T) {
+	for word, want := range map[string]string{"90": `90`, "-5": `-5`, "1.5": `1.5`, "2m": `"2m"`, "1MB": `"1MB"`, "de": `"de"`, "0x10": `"0x10"`, "": `""`} {
+		if got := string(SettingValue(word)); got != want {
+			t.Errorf("SettingValue(%q) = %s, want %s", word, got, want)
+		}
+	}
+	docs := []Doc{{Path: "c.json", Data: []byte(`{"mcpServers": {}}`)}}
+	out, _, err := AddServer(docs, Server{Name: "b", Command: "npx", Language: "de"}, env(),
+		Setting{"callTimeout", SettingValue("90")}, Setting{"maxResultBytes", SettingValue("2000")}, Setting{"keepAlive", nil})
+	var flat bytes.Buffer
+	if err != nil || json.Compact(&flat, out[0].Data) != nil || !strings.Contains(flat.String(), `{"command":"npx","language":"de","callTimeout":90,"maxResultBytes":2000}`) {
+		t.Fatalf("AddServer with settings: %v\n%s", err, out[0].Data)
+	}
+	_, _, err = AddServer(docs, Server{Name: "b", Command: "npx"}, env(), Setting{"maxResultBytes", SettingValue("0")})
+	if err == nil || !strings.Contains(err.Error(), `mcpServers["b"].maxResultBytes: 0 is out of range`) {
+		t.Errorf("AddServer with maxResultBytes 0: %v", err)
+	}
+	if _, _, err = AddServer(docs, Server{Name: "b", Command: "npx"}, env(), Setting{"callTimout", SettingValue("1")}); err == nil {
+		t.Error("AddServer took a setting that is no key of an entry")
+	}
+}
+
 // AddServer refuses the built-in server's name, in any case, with the
 // reason the config's load gives (NameProblem), and a name to use instead;
 // it read as a rule of characters ("use letters, digits …, and not

@@ -850,8 +850,13 @@ func (d *fields) int(key string) int64 {
 		return 0
 	}
 	var f float64
-	if err := json.Unmarshal(r, &f); err != nil || f != math.Trunc(f) || math.Abs(f) > 1<<53 {
+	if err := json.Unmarshal(r, &f); err != nil || f != math.Trunc(f) {
 		d.errorf(key, "got %s, want a whole number", strings.TrimSpace(string(r)))
+		return 0
+	}
+	if math.Abs(f) > 1<<53 {
+		// A whole number still (1e20 is one), only far past every range.
+		d.errorf(key, "%s is out of range: no setting takes a number that large (examples/README.md gives each one's range)", strings.TrimSpace(string(r)))
 		return 0
 	}
 	return int64(f)

@@ -4,14 +4,40 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+
+	"github.com/tidwall/sjson"
 )
 
-// AddServer returns docs with s's entry added to the last document (the
-// file a project keeps over a user's), and that document's index. It is an
-// error when a document defines s.Name already or when the config would
-// not be valid (lookupEnv as for Parse): then nothing is to be written.
-func AddServer(docs []Doc, s Server, lookupEnv func(string) (string, bool)) ([]Doc, int, error) {
+// Setting is a key of a server entry with its value as the user gave it
+// (a tool argument's JSON, a flag's word made JSON: SettingValue), written
+// into the entry as it is, so that the config's own checks read it as they
+// read a file: decoded into a Server first, "maxResultBytes": 0 was the
+// key left out (no error) and "callTimeout": "soon" was said without its
+// key.
+type Setting struct {
+	Key   string
+	Value json.RawMessage
+}
+
+// SettingValue is the JSON a command-line word stands for as the value of
+// a setting: a number as written (a duration's seconds, a count of bytes),
+// anything else a string ("30s", "de"), as a file would hold them.
+func SettingValue(word string) json.RawMessage {
+	if w := strings.TrimSpace(word); w != "" && strings.IndexAny(w[:1], "-0123456789") == 0 && json.Valid([]byte(w)) {
+		return json.RawMessage(w)
+	}
+	b, _ := json.Marshal(word) // a string always marshals
+	return b
+}
+
+// AddServer returns docs with s's entry, and settings after its keys,
+// added to the last document (the file a project keeps over a user's),
+// and that document's index. It is an error when a document defines s.Name
+// already or when the config would not be valid (lookupEnv as for Parse):
+// then nothing is to be written.
+func AddServer(docs []Doc, s Server, lookupEnv func(string) (string, bool), settings ...Setting) ([]Doc, int, error) {
 	if len(docs) == 0 {
 		return nil, 0, fmt.Errorf("no config file to add %q to", s.Name)
 	}
@@ -31,6 +57,17 @@ func AddServer(docs []Doc, s Server, lookupEnv func(string) (string, bool)) ([]D
 	entry, err := json.Marshal(s) // Name is not part of an entry
 	if err != nil {
 		return nil, 0, fmt.Errorf("add %q: %w", s.Name, err)
+	}
+	for _, st := range settings {
+		if len(st.Value) == 0 {
+			continue // not given
+		}
+		if !slices.Contains(serverKeys, st.Key) {
+			return nil, 0, fmt.Errorf("add %q: %q is not a key of a server entry", s.Name, st.Key) // a caller's mistake
+		}
+		if entry, err = sjson.SetRawBytes(entry, escapePath(st.Key), st.Value); err != nil {
+			return nil, 0, fmt.Errorf("add %q: %s: %w", s.Name, st.Key, err)
+		}
 	}
 	out := append([]Doc(nil), docs...)
 	last := len(out) - 1

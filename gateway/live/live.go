@@ -575,6 +575,22 @@ func (l *Loop) Cataloged(server string) bool {
 	return false
 }
 
+// builtinChanged reports whether the built-in servers' tools (Options.
+// Builtin) differ from theirs in tools, a catalog served (their fields, as
+// catalog.Fingerprint sees them).
+func (l *Loop) builtinChanged(tools []catalog.Tool) bool {
+	if len(l.opts.Builtin) == 0 {
+		return false
+	}
+	var served []catalog.Tool
+	for _, t := range tools {
+		if _, ok := l.opts.Builtin[t.Server]; ok {
+			served = append(served, t)
+		}
+	}
+	return catalog.Fingerprint(served) != catalog.Fingerprint(backend.Catalog(l.opts.Builtin))
+}
+
 // Run starts pool and the loop, and returns once searches can be answered:
 // after a warm start at once (backends connect in the background), else
 // once every backend is up or down and the index is built, or, with
@@ -594,6 +610,14 @@ func (l *Loop) Run(ctx context.Context, pool Pool) error {
 		l.log.Info("warm start: answering from the last catalog while backends connect", "tools", ix.Len(), "dir", l.dir)
 		pool.StartAsync(ctx) // each backend's first listing triggers a re-index
 		l.serve(ctx, ix, false)
+		if l.builtinChanged(ix.Tools()) {
+			// An upgrade that changed the management tools: index their
+			// definitions now, not at a backend's first listing (a slow
+			// one's, or never a lazy one's), while search showed the last
+			// run's and execute_tool checked arguments against them.
+			l.log.Info("warm start: the built-in tools' definitions changed since the last run: re-indexing them")
+			l.refresh()
+		}
 		if f := ix.OtherFormat(); f != 0 {
 			// An upgrade that changed the format (or a rollback): build
 			// this toolgate's from the last catalog now, not at the first

@@ -1145,3 +1145,47 @@ func TestReloadSecurityLogsOwnTools(t *testing.T) {
 		t.Errorf("the log does not name this config's tools alone:\n%s", log)
 	}
 }
+
+// TestWarmStartNewBuiltinDefinitions: a warm start after an upgrade that
+// changed the management tools' definitions serves the new ones without
+// waiting for a backend's listing: the catalog it answered from held the
+// last run's, so search showed them and execute_tool checked arguments
+// against them until a backend listed (toolgate__add_server refused the
+// arguments it had gained as "not arguments of this tool").
+func TestWarmStartNewBuiltinDefinitions(t *testing.T) {
+	dir := t.TempDir()
+	emb := &fakeEmbedder{model: "m1"}
+	old := map[string][]*mcp.Tool{config.BuiltinServer: {{Name: "add_server", Description: "add a server", InputSchema: map[string]any{"type": "object"}}}}
+	pool := newFakePool("a")
+	pool.list("a", "apple")
+	f := newFixture(t, dir, pool, &Options{Embedder: emb, Builtin: old}, "a")
+	f.run(t)
+	if err := f.loop.Close(); err != nil {
+		t.Fatal(err)
+	}
+	now := map[string][]*mcp.Tool{config.BuiltinServer: {{Name: "add_server", Description: "add a server, with its language",
+		InputSchema: map[string]any{"type": "object", "properties": map[string]any{"language": map[string]any{"type": "string"}}}}}}
+	pool2 := newFakePool("a") // a lists nothing yet: slow to start
+	f2 := newFixture(t, dir, pool2, &Options{Embedder: emb, Builtin: now, Debounce: time.Millisecond}, "a")
+	if !f2.loop.Warm() {
+		t.Fatal("not a warm start")
+	}
+	f2.run(t)
+	f2.wait(t, "the builtin's new definitions", func(s Stats) bool { return s.CatalogGeneration >= 2 && !s.Reindexing })
+	tl, ok := f2.loop.Tool(config.BuiltinServer + "__add_server")
+	if !ok || tl.Description != "add a server, with its language" || !strings.Contains(string(tl.InputSchema), "language") {
+		t.Errorf("served add_server: %+v, want the new definition", tl)
+	}
+	if !f2.loop.Cataloged("a") {
+		t.Error("a's last tools left the catalog")
+	}
+	if err := f2.loop.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// The same definitions at the next start: nothing to re-index.
+	f3 := newFixture(t, dir, newFakePool("a"), &Options{Embedder: emb, Builtin: now, Debounce: time.Millisecond}, "a")
+	f3.run(t)
+	if st := f3.loop.Stats(); st.CatalogGeneration != 1 || st.Reindexing || strings.Contains(f3.logs.String(), "definitions changed") {
+		t.Errorf("a warm start with the same built-in tools: %+v\n%s", st, f3.logs)
+	}
+}

@@ -2,7 +2,9 @@ package mgmt
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -88,12 +90,22 @@ func (s *Server) addServer(ctx context.Context, c *policy.Caller, a addArgs) *mc
 	if refused := s.noConfigFile("add_server"); refused != nil {
 		return refused
 	}
-	sv := config.Server{Name: a.Name, Type: a.Type, Command: a.Command, Args: a.Args, Env: a.Env, Cwd: a.Cwd, URL: a.URL, Headers: a.Headers}
+	sv := config.Server{Name: a.Name, Type: a.Type, Command: a.Command, Args: a.Args, Env: a.Env, Cwd: a.Cwd, URL: a.URL, Headers: a.Headers,
+		Description: a.Description, Language: a.Language, Lazy: a.Lazy}
 	if t := a.TLS; t != nil {
 		sv.TLS = &config.TLS{CA: t.CA, Cert: t.Cert, Key: t.Key}
 	}
+	settings := []config.Setting{
+		{Key: "connectTimeout", Value: json.RawMessage(a.ConnectTimeout)},
+		{Key: "callTimeout", Value: json.RawMessage(a.CallTimeout)},
+		{Key: "keepAlive", Value: json.RawMessage(a.KeepAlive)},
+		{Key: "idleTimeout", Value: json.RawMessage(a.IdleTimeout)},
+	}
+	if a.MaxResultBytes != nil {
+		settings = append(settings, config.Setting{Key: "maxResultBytes", Value: json.RawMessage(strconv.Itoa(*a.MaxResultBytes))})
+	}
 	docs, changed, err := s.edit(ctx, "add_server", func(docs []config.Doc) ([]config.Doc, []int, error) {
-		docs, i, err := config.AddServer(docs, sv, nil)
+		docs, i, err := config.AddServer(docs, sv, nil, settings...)
 		return docs, []int{i}, err
 	})
 	if err != nil {

@@ -34,6 +34,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"reflect"
 	"sync/atomic"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -242,11 +243,17 @@ type definition struct {
 	run  handler
 }
 
+// argSchemas are the schemas of the argument types that JSON Schema's
+// inference does not know: a durationArg is a string or a number.
+var argSchemas = &jsonschema.ForOptions{TypeSchemas: map[reflect.Type]*jsonschema.Schema{
+	reflect.TypeFor[durationArg](): {Types: []string{"string", "number"}},
+}}
+
 // define makes a tool whose input schema is inferred from A's fields (and
 // their jsonschema descriptions), whose handler gets the decoded
 // arguments.
 func define[A any](name, title, desc string, annotations *mcp.ToolAnnotations, run func(context.Context, *policy.Caller, A) *mcp.CallToolResult) definition {
-	schema, err := jsonschema.For[A](nil)
+	schema, err := jsonschema.For[A](argSchemas)
 	if err != nil {
 		panic(fmt.Sprintf("mgmt: schema of %s: %v", name, err)) // a programming error, caught by every test
 	}

@@ -559,6 +559,97 @@ func TestAddServerTLS(t *testing.T) {
 	}
 }
 
+// TestAddServerSettings: add_server takes the keys every server entry may
+// have (description, language, maxResultBytes, the timeouts, lazy), writes
+// them as given, and a value the config refuses is refused in the config's
+// own words, as the same entry written in the file is, with nothing
+// written; the tool took none of them ("not arguments of this tool").
+func TestAddServerSettings(t *testing.T) {
+	s, _, _, path := newTestServer(t, true)
+	res := run(t, s, stdio, "add_server", map[string]any{
+		"name": "buchhaltung", "command": "node", "args": []any{"buchhaltung.js"},
+		"description": "Rechnungen, Kunden und Buchungen", "language": "de", "maxResultBytes": 2000,
+		"connectTimeout": "2m", "callTimeout": 90, "lazy": true, "idleTimeout": "10m",
+	})
+	after, _ := os.ReadFile(path)
+	cfg, err := config.Parse(after, path, nil)
+	if res.IsError || err != nil {
+		t.Fatalf("add_server with settings: %s, %v\n%s", resText(res), err, after)
+	}
+	got := cfg.MCPServers["buchhaltung"]
+	if got.Description != "Rechnungen, Kunden und Buchungen" || got.Language != "de" || got.MaxResultBytes != 2000 ||
+		got.ConnectTimeout.Duration != 2*time.Minute || got.CallTimeout.Duration != 90*time.Second || !got.Lazy || got.IdleTimeout.Duration != 10*time.Minute {
+		t.Errorf("entry added: %+v\n%s", got, after)
+	}
+	res = run(t, s, stdio, "add_server", map[string]any{"name": "remote", "url": "https://r.example/mcp", "keepAlive": "15s"})
+	if after, _ = os.ReadFile(path); res.IsError || !strings.Contains(string(after), `"keepAlive": "15s"`) {
+		t.Errorf("add_server with keepAlive: %s\n%s", resText(res), after)
+	}
+	for _, bad := range []map[string]any{
+		{"command": "node", "maxResultBytes": 0},
+		{"command": "node", "maxResultBytes": -5},
+		{"command": "node", "language": "German"},
+		{"command": "node", "language": "de-AT"},
+		{"command": "node", "callTimeout": "soon"},
+		{"command": "node", "connectTimeout": -3},
+		{"command": "node", "idleTimeout": "10m"},
+		{"command": "node", "keepAlive": "5s"},
+		{"command": "node", "description": strings.Repeat("x", config.MaxDescription+1)},
+	} {
+		entry, _ := json.Marshal(bad)
+		_, want := config.Parse([]byte(`{"mcpServers": {"x": `+string(entry)+`}}`), path, nil)
+		if want == nil {
+			t.Fatalf("the config takes %s", entry)
+		}
+		loader := strings.TrimPrefix(want.Error(), "config "+path+": ")
+		args := map[string]any{"name": "bad"}
+		for k, v := range bad {
+			args[k] = v
+		}
+		res := run(t, s, stdio, "add_server", args)
+		if again, _ := os.ReadFile(path); !res.IsError || !strings.Contains(resText(res), strings.ReplaceAll(loader, `["x"]`, `["bad"]`)) || string(again) != string(after) {
+			t.Errorf("add_server %s: %s\nwant the config's words, %s, and the file unchanged", entry, resText(res), loader)
+		}
+	}
+}
+
+// add_server's schema gives each new argument its type and a description a
+// model can act on: the durations a string or a number, and the language
+// codes the config takes, from the one list the config checks.
+func TestAddServerSchema(t *testing.T) {
+	var schema struct {
+		Properties map[string]struct {
+			Type        any    `json:"type"`
+			Description string `json:"description"`
+		} `json:"properties"`
+	}
+	for _, tl := range Tools() {
+		if tl.Name == "add_server" {
+			b, _ := json.Marshal(tl.InputSchema)
+			if err := json.Unmarshal(b, &schema); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, key := range []string{"connectTimeout", "callTimeout", "keepAlive", "idleTimeout"} {
+		if p := schema.Properties[key]; fmt.Sprint(p.Type) != "[string number]" || !strings.Contains(p.Description, "number of seconds") {
+			t.Errorf("%s: %+v, want a string or a number, described", key, p)
+		}
+	}
+	lang := schema.Properties["language"].Description
+	for _, code := range catalog.LanguageCodes() {
+		if !strings.Contains(lang, fmt.Sprintf("%q", code)) {
+			t.Errorf("language's description does not name %q: %s", code, lang)
+		}
+	}
+	if d := schema.Properties["description"].Description; !strings.Contains(d, fmt.Sprint(config.MaxDescription)) {
+		t.Errorf("description's description: %s", d)
+	}
+	if p := schema.Properties["maxResultBytes"]; !strings.Contains(fmt.Sprint(p.Type), "integer") {
+		t.Errorf("maxResultBytes: %+v", p)
+	}
+}
+
 // add_server of the built-in server's name says it is reserved and names
 // another, as servers add and the config's load do; it read as a rule of
 // characters. The file is left as it was.

@@ -2,6 +2,7 @@ package mgmt
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/gateway/backend"
@@ -44,8 +46,22 @@ type (
 		Type    string            `json:"type,omitempty" jsonschema:"stdio, http or sse; by default command means stdio and url means http"`
 		Headers map[string]string `json:"headers,omitempty" jsonschema:"HTTP headers for a remote server, e.g. {\"Authorization\": \"Bearer ${TOKEN}\"}"`
 		TLS     *tlsArgs          `json:"tls,omitempty" jsonschema:"for an https server whose certificate a private CA signed, or that asks for a client certificate: PEM files on the gateway's machine (a relative path is read from the config file's folder)"`
+		// The keys every kind of server shares. The durations and
+		// maxResultBytes go into the entry as given (config.Setting), so
+		// that the config's checks say what is wrong with them.
+		Description    string      `json:"description,omitempty" jsonschema:"optional: what the server offers (filled in by addServerSchema)"`
+		Language       string      `json:"language,omitempty" jsonschema:"optional: the language the server's tools are named and described in (filled in by addServerSchema)"`
+		MaxResultBytes *int        `json:"maxResultBytes,omitempty" jsonschema:"optional: the most bytes of text of one of this server's results that execute_tool hands back; a longer one is trimmed, with a note. Left out, the config's toolgate.maxResultBytes applies"`
+		ConnectTimeout durationArg `json:"connectTimeout,omitempty" jsonschema:"optional: how long the server may take to start and list its tools, e.g. \"2m\" for a Docker image pulled at first start; a duration such as \"30s\" or \"1m30s\", or a number of seconds; left out, the config's toolgate.connectTimeout applies"`
+		CallTimeout    durationArg `json:"callTimeout,omitempty" jsonschema:"optional: how long one call of the server's tools may run before it is cancelled; a duration such as \"55s\" or \"5m\", or a number of seconds; left out, the config's toolgate.callTimeout applies"`
+		KeepAlive      durationArg `json:"keepAlive,omitempty" jsonschema:"optional, remote servers (url) only: how often the session is pinged while up, so that a dropped connection is seen; a duration or a number of seconds; left out, the config's toolgate.keepAlive applies"`
+		Lazy           bool        `json:"lazy,omitempty" jsonschema:"optional: true starts the server at the first execute_tool of one of its tools, not with the gateway (a server added now still starts once, to list its tools for search)"`
+		IdleTimeout    durationArg `json:"idleTimeout,omitempty" jsonschema:"optional, with lazy only: stop the server after this long without calls, e.g. \"10m\" (a duration, or a number of seconds); left out, it keeps running once started"`
 	}
-	tlsArgs struct {
+	// durationArg is a duration as the config file writes it: a string
+	// ("30s", "1m30s") or a number of seconds, kept as given.
+	durationArg json.RawMessage
+	tlsArgs     struct {
 		CA   string `json:"ca,omitempty" jsonschema:"the certificate authorities to trust for the server's certificate, besides the system's"`
 		Cert string `json:"cert,omitempty" jsonschema:"a client certificate for a server that asks for one (mutual TLS), with key"`
 		Key  string `json:"key,omitempty" jsonschema:"the client certificate's private key"`
@@ -85,16 +101,46 @@ func (s *Server) definitions() []definition {
 			"Activate a profile for this session only: from then on search_tools and execute_tool show just that profile's tools. "+
 				"Works for a client on stdio; over HTTP, connect to /profiles/NAME/mcp instead. An empty name goes back to every server.",
 			&mcp.ToolAnnotations{DestructiveHint: boolPtr(false), IdempotentHint: true, OpenWorldHint: boolPtr(false)}, s.activateProfile),
-		define("add_server", "Add an MCP server to the config",
-			"Add a new MCP server to the gateway's config file and start it: a local program (command, args, env) or a remote server (url, headers, and tls for a private CA or a client certificate). "+
+		addServerSchema(define("add_server", "Add an MCP server to the config",
+			"Add a new MCP server to the gateway's config file and start it: a local program (command, args, env) or a remote server (url, headers, and tls for a private CA or a client certificate), "+
+				"optionally with a description, the language its tools are written in, a bound on its results' size (maxResultBytes), its own timeouts, or a lazy start. "+
 				"Refused unless the config sets toolgate.management.allowConfigChanges and the client is on stdio or uses an admin API key, "+
 				"because a server's command can run any program.",
-			&mcp.ToolAnnotations{DestructiveHint: boolPtr(false), OpenWorldHint: boolPtr(true)}, s.addServer),
+			&mcp.ToolAnnotations{DestructiveHint: boolPtr(false), OpenWorldHint: boolPtr(true)}, s.addServer)),
 		define("remove_server", "Remove an MCP server from the config",
 			"Remove an MCP server from the gateway's config file and stop it. "+
 				"Refused unless the config sets toolgate.management.allowConfigChanges and the client is on stdio or uses an admin API key.",
 			destroy, s.removeServer),
 	}
+}
+
+// UnmarshalJSON keeps the value as given (a string or a number, as the
+// tool's schema says), for the config's check.
+func (d *durationArg) UnmarshalJSON(b []byte) error {
+	*d = append((*d)[:0], b...)
+	return nil
+}
+
+// addServerSchema writes into add_server's schema the facts of the config
+// that its "description" and "language" are checked against: the longest
+// description (config.MaxDescription) and the codes a language may be
+// (catalog.LanguageCodes), so that a model picks one rather than guessing
+// "German" or "de-DE".
+func addServerSchema(d definition) definition {
+	var codes []string
+	for _, c := range catalog.LanguageCodes() {
+		name := catalog.Languages[c]
+		if c == catalog.English {
+			name = "English"
+		}
+		codes = append(codes, fmt.Sprintf("%q (%s)", c, name))
+	}
+	props := d.tool.InputSchema.(*jsonschema.Schema).Properties
+	props["language"].Description = "optional: the language the server names and describes its tools in, by code: " + strings.Join(codes, ", ") +
+		". search_tools then stems their words by that language's rules and reads queries in it as well as in English. Leave it out for English"
+	props["description"].Description = fmt.Sprintf("optional: what the server offers, in a few words of plain text (at most %d characters), "+
+		"e.g. \"invoices, customers and bookings of our accounting\"; search_tools names the server with it", config.MaxDescription)
+	return d
 }
 
 // ServerInfo is one server in toolgate__list_servers and

@@ -19,6 +19,11 @@
 // atomically (write to a temporary file, sync, rename) under a per-server
 // file lock that `auth login` and every gateway sharing the folder take.
 //
+// Logout (run by `toolgate auth logout`) removes a login and ends it at
+// the authorization server, best effort: its tokens revoked (RFC 7009),
+// the client toolgate registered deleted (RFC 7592); a login that does not
+// finish deletes the client it registered.
+//
 // Tokens is the gateway's half: Transport wraps a backend's HTTP transport
 // so that each request to the server carries the access token. A token is
 // refreshed before it expires and when the server answers 401, one refresh

@@ -226,6 +226,21 @@ func Login(ctx context.Context, store *Store, srv Server, opts *LoginOptions) (*
 		}
 	}
 
+	// A client registered for this login that it does not save is deleted
+	// again (RFC 7592, best effort, within DefaultLogoutTimeout even once
+	// ctx is cancelled): each login abandoned (no approval, Ctrl-C) or
+	// refused left one more client registered at the authorization server.
+	saved := false
+	if client.Registered && client.ID != prevClientID(prev) {
+		defer func(c Client) {
+			if !saved {
+				dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DefaultLogoutTimeout)
+				defer cancel()
+				deleteClient(dctx, hc, o.Logger, srv.Name, "the client registered for this unfinished login", c)
+			}
+		}(client)
+	}
+
 	_, _, _, path := srv.redirectAt()
 	res, err := awaitRedirect(ctx, ln, path, state, srv.Name, o, func() error { return o.Authorize(authURL) })
 	if err != nil {
@@ -258,7 +273,7 @@ func Login(ctx context.Context, store *Store, srv Server, opts *LoginOptions) (*
 	var replaced *Client
 	defer func() {
 		if replaced != nil {
-			deleteClient(ctx, hc, o.Logger, srv.Name, *replaced)
+			deleteClient(ctx, hc, o.Logger, srv.Name, "the client registered by the previous login", *replaced)
 		}
 	}()
 	unlock, err := store.lock(srv.Name)
@@ -281,6 +296,7 @@ func Login(ctx context.Context, store *Store, srv Server, opts *LoginOptions) (*
 	if err := store.Save(l); err != nil {
 		return nil, err
 	}
+	saved = true
 	for _, c := range []*Credentials{cur, prev} {
 		if c != nil && c.Client.Registered && c.Client.ID != client.ID {
 			replaced = &c.Client

@@ -21,7 +21,9 @@ import (
 // that manages it. toolgate keeps both with the login, and deletes a client
 // it registered once a new login replaces it with another (a step-up's
 // wider scopes, a redirect port taken): such a client was left behind at
-// the authorization server at each step-up.
+// the authorization server at each step-up. So is one registered for a
+// login that does not finish (no approval within its timeout, Ctrl-C, a
+// refusal), and the one of a login removed (Logout).
 
 // maxRegistrationBody bounds the registration answer read for its
 // management fields: go-sdk's own bound (oauthex.RegisterClient).
@@ -75,24 +77,29 @@ func management(body []byte, endpoint string) (uri, token string) {
 	return m.URI, m.Token
 }
 
-// deleteClient deletes the registration of old (RFC 7592 §2.3), a client
-// toolgate registered that the new login replaced, when the authorization
-// server gave it a registration URI and token. Best effort: the login
-// stands whatever the answer, which is logged.
-func deleteClient(ctx context.Context, hc *http.Client, log *slog.Logger, server string, old Client) {
-	if !old.Registered || old.RegistrationURI == "" || old.RegistrationToken == "" {
+// deleteClient deletes the registration of c (RFC 7592 §2.3), a client
+// toolgate registered that no login uses (which names it in the log: the
+// previous login's, replaced; this login's, which did not finish), when
+// the authorization server gave it a registration URI and token. Best
+// effort: the login's outcome stands whatever the answer, which is logged.
+func deleteClient(ctx context.Context, hc *http.Client, log *slog.Logger, server, which string, c Client) {
+	if !c.Registered {
 		return
 	}
-	switch err := deleteRegistration(ctx, hc, old); {
+	if c.RegistrationURI == "" || c.RegistrationToken == "" {
+		log.Debug(which+" stays registered at the authorization server: it gave no means to delete it (RFC 7592)", "server", server, "client", c.ID)
+		return
+	}
+	switch err := deleteRegistration(ctx, hc, c); {
 	case errors.Is(err, errClientGone):
-		log.Info("the authorization server no longer knows the client registered by the previous login: nothing to delete", "server", server, "client", old.ID)
+		log.Info("the authorization server no longer knows "+which+": nothing to delete", "server", server, "client", c.ID)
 		return
 	case err != nil:
-		log.Warn("the client registered by the previous login is left at the authorization server: deleting it failed (nothing to do: it is no longer used)",
-			"server", server, "client", old.ID, "err", err)
+		log.Warn(which+" is left at the authorization server: deleting it failed (nothing to do: it is not used)",
+			"server", server, "client", c.ID, "err", err)
 		return
 	}
-	log.Info("deleted the client registered by the previous login at the authorization server (RFC 7592)", "server", server, "client", old.ID)
+	log.Info("deleted "+which+" at the authorization server (RFC 7592)", "server", server, "client", c.ID)
 }
 
 // errClientGone says the authorization server no longer knows the client.
@@ -106,7 +113,7 @@ func deleteRegistration(ctx context.Context, hc *http.Client, c Client) error {
 	req.Header.Set("Authorization", "Bearer "+c.RegistrationToken)
 	resp, err := hc.Do(req)
 	if err != nil {
-		return unwrapURL(err)
+		return fmt.Errorf("no answer from %s: %w", redacted(c.RegistrationURI), unwrapURL(err))
 	}
 	defer resp.Body.Close()
 	said, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))

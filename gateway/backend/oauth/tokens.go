@@ -321,6 +321,13 @@ func (t *Tokens) Transport(server, serverURL string, base http.RoundTripper, log
 	return tr
 }
 
+// Why a server needs a login, when no login file is there: none was
+// stored, or the one a connection used was removed.
+const (
+	whyNoneStored = "the server asks for a login and none is stored"
+	whyRemoved    = "the login was removed (toolgate auth logout)"
+)
+
 // load reads server's credentials if they may be used for serverURL; else
 // nil and why not.
 func (t *Tokens) load(server, serverURL string) (*Credentials, string, error) {
@@ -329,7 +336,7 @@ func (t *Tokens) load(server, serverURL string) (*Credentials, string, error) {
 	case err != nil:
 		return nil, "", err
 	case c == nil:
-		return nil, "the server asks for a login and none is stored", nil
+		return nil, whyNoneStored, nil
 	case !c.For(serverURL):
 		return nil, fmt.Sprintf("the stored login is for %s, and the server's url is now %s", c.URL, serverURL), nil
 	case c.Refused != "":
@@ -560,7 +567,7 @@ func (tr *transport) reread() error {
 				tr.mu.Unlock()
 				return nil
 			}
-			why = "the login was removed (toolgate auth logout)"
+			why = whyRemoved
 		}
 		return tr.lose(why)
 	}
@@ -631,6 +638,12 @@ func (tr *transport) refresh(ctx context.Context, stale string) (string, error) 
 		return "", err
 	}
 	if disk == nil {
+		if c != nil && why == whyNoneStored {
+			// The login this connection used is gone: a logout, which
+			// revoked its token (the server's 401 that brought this
+			// refresh) before the next look at the file said so.
+			why = whyRemoved
+		}
 		return "", tr.lose(why)
 	}
 	if disk.Token.AccessToken != stale && tr.fresh(disk.Token) {

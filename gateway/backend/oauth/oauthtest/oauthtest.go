@@ -1,8 +1,8 @@
 // Package oauthtest is a small OAuth 2.1 authorization server and an MCP
 // server protected by it, for tests of toolgate's logins and tokens: what
 // the TypeScript SDK's demo server cannot do (short-lived tokens that
-// lapse, refresh tokens, revocation, a wrong resource, going down) under the
-// test's control. Both bind 127.0.0.1 only.
+// lapse, refresh tokens, revocation, client management, a wrong resource,
+// going down) under the test's control. Both bind 127.0.0.1 only.
 package oauthtest
 
 import (
@@ -59,6 +59,9 @@ type AuthServer struct {
 	// registration_access_token, and DELETE there deletes the client
 	// (RFC 7592; ManageClients).
 	manage atomic.Bool
+	// revocation: the metadata names a revocation_endpoint (RFC 7009;
+	// OfferRevocation).
+	revocation atomic.Bool
 
 	mu        sync.Mutex
 	resource  string              // the resource tokens are for ("" = any)
@@ -67,11 +70,13 @@ type AuthServer struct {
 	codes     map[string]codeGrant
 	access    map[string]tokenGrant
 	refresh   map[string]bool   // refresh token → usable
+	rclient   map[string]string // refresh token → the client it was issued to
 	rscope    map[string]string // refresh token → the scope of its grant
 	resources []string          // resource parameters seen, in order
 	scopes    []string          // scope parameters of the authorization requests, in order
 	mtokens   map[string]string // client id → its registration access token (ManageClients)
 	deleted   []string          // the clients deleted (RFC 7592), in order
+	revoked   []Revocation      // the revocation requests (RFC 7009), in order
 	// deleteRefusals counts the DELETEs of a registration refused (a
 	// wrong token, an unknown client).
 	deleteRefusals atomic.Int64
@@ -84,9 +89,9 @@ type codeGrant struct {
 }
 
 type tokenGrant struct {
-	resource, scope string
-	expiry          time.Time
-	dead            bool
+	client, resource, scope string
+	expiry                  time.Time
+	dead                    bool
 }
 
 // NewAuthServer starts an authorization server on a free loopback port; it
@@ -106,7 +111,7 @@ func NewAuthServerTLS(t testing.TB, c *tls.Config) *AuthServer {
 	a := &AuthServer{
 		t: t, addr: ln.Addr().String(), URL: scheme(c) + ln.Addr().String(), tls: c,
 		clients: map[string][]string{}, cscopes: map[string][]string{}, codes: map[string]codeGrant{},
-		access: map[string]tokenGrant{}, refresh: map[string]bool{}, rscope: map[string]string{}, mtokens: map[string]string{},
+		access: map[string]tokenGrant{}, refresh: map[string]bool{}, rclient: map[string]string{}, rscope: map[string]string{}, mtokens: map[string]string{},
 	}
 	a.lifetime.Store(int64(time.Hour))
 	a.serve(ln)
@@ -124,6 +129,7 @@ func (a *AuthServer) serve(ln net.Listener) {
 	mux.HandleFunc("DELETE /register/{id}", a.unregister)
 	mux.HandleFunc("GET /authorize", a.authorize)
 	mux.HandleFunc("POST /token", a.token)
+	mux.HandleFunc("POST /revoke", a.revoke)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	done := make(chan struct{})
 	go func() {
@@ -179,6 +185,29 @@ func (a *AuthServer) DeletedClients() []string {
 }
 
 func (a *AuthServer) DeleteRefusals() int64 { return a.deleteRefusals.Load() }
+
+// OfferRevocation makes the metadata name a revocation_endpoint from now
+// on (RFC 7009), where a client revokes the tokens issued to it, naming
+// itself as at the token endpoint (its client_id in the form, or HTTP
+// Basic): Revocations lists the requests.
+func (a *AuthServer) OfferRevocation() { a.revocation.Store(true) }
+
+// Revocation is one request to the revocation endpoint.
+type Revocation struct {
+	Token, Hint string
+	Client      string // the client it named ("" for none)
+	Basic       bool   // named in HTTP Basic rather than the form
+	// Status is the answer: 200 revoked (or a token it did not know,
+	// RFC 7009 §2.2), 401 an unknown client, 400 another client's token.
+	Status int
+}
+
+// Revocations returns the revocation requests so far, in order.
+func (a *AuthServer) Revocations() []Revocation {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.revoked)
+}
 
 // SetLifetime sets the lifetime of the access tokens issued from now on.
 func (a *AuthServer) SetLifetime(d time.Duration) { a.lifetime.Store(int64(d)) }
@@ -258,7 +287,12 @@ func (a *AuthServer) Verify(resource string) auth.TokenVerifier {
 }
 
 func (a *AuthServer) metadata(w http.ResponseWriter, _ *http.Request) {
+	revocation := ""
+	if a.revocation.Load() {
+		revocation = a.URL + "/revoke"
+	}
 	writeJSON(w, http.StatusOK, oauthex.AuthServerMeta{
+		RevocationEndpoint:                revocation,
 		Issuer:                            a.URL,
 		AuthorizationEndpoint:             a.URL + "/authorize",
 		TokenEndpoint:                     a.URL + "/token",
@@ -401,12 +435,12 @@ func (a *AuthServer) token(w http.ResponseWriter, r *http.Request) {
 			a.fail(w, "invalid_grant", "PKCE verifier does not match")
 		default:
 			a.codeExchanges.Add(1)
-			a.issue(w, g.resource, g.scope)
+			a.issue(w, g.client, g.resource, g.scope)
 		}
 	case "refresh_token":
 		rt := f.Get("refresh_token")
 		a.mu.Lock()
-		usable, scope := a.refresh[rt], a.rscope[rt]
+		usable, scope, client := a.refresh[rt], a.rscope[rt], a.rclient[rt]
 		a.refresh[rt] = false // rotated: each refresh token works once
 		a.mu.Unlock()
 		if !usable {
@@ -417,24 +451,65 @@ func (a *AuthServer) token(w http.ResponseWriter, r *http.Request) {
 			scope = Scope
 		}
 		a.refreshes.Add(1)
-		a.issue(w, f.Get("resource"), scope)
+		a.issue(w, client, f.Get("resource"), scope)
 	default:
 		a.fail(w, "unsupported_grant_type", f.Get("grant_type"))
 	}
 }
 
-func (a *AuthServer) issue(w http.ResponseWriter, resource, scope string) {
+func (a *AuthServer) issue(w http.ResponseWriter, client, resource, scope string) {
 	life := time.Duration(a.lifetime.Load())
 	at, rt := "at-"+rand.Text(), "rt-"+rand.Text()
 	a.mu.Lock()
-	a.access[at] = tokenGrant{resource: resource, scope: scope, expiry: time.Now().Add(life)}
+	a.access[at] = tokenGrant{client: client, resource: resource, scope: scope, expiry: time.Now().Add(life)}
 	a.refresh[rt] = true
+	a.rclient[rt] = client
 	a.rscope[rt] = scope
 	a.mu.Unlock()
 	writeJSON(w, http.StatusOK, map[string]any{
 		"access_token": at, "token_type": "Bearer", "expires_in": int(life.Seconds()),
 		"refresh_token": rt, "scope": scope,
 	})
+}
+
+// revoke ends a token issued to the client that asks (RFC 7009 §2): an
+// access token is refused from then on, a refresh token refused at the
+// token endpoint. The client names itself in HTTP Basic or the form's
+// client_id, and must be one registered (401 invalid_client otherwise);
+// another client's token is refused (400), an unknown one answered 200.
+func (a *AuthServer) revoke(w http.ResponseWriter, r *http.Request) {
+	if err := r.ParseForm(); err != nil || r.PostForm.Get("token") == "" {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid_request", "error_description": "token required"})
+		return
+	}
+	rv := Revocation{Token: r.PostForm.Get("token"), Hint: r.PostForm.Get("token_type_hint"), Client: r.PostForm.Get("client_id")}
+	if id, _, ok := r.BasicAuth(); ok {
+		rv.Client, rv.Basic = id, true
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	_, known := a.clients[rv.Client]
+	g, isAccess := a.access[rv.Token]
+	rclient, isRefresh := a.rclient[rv.Token]
+	switch {
+	case !known:
+		rv.Status = http.StatusUnauthorized
+		writeJSON(w, rv.Status, map[string]string{"error": "invalid_client", "error_description": "unknown client " + rv.Client})
+	case isAccess && g.client != rv.Client, isRefresh && rclient != rv.Client:
+		rv.Status = http.StatusBadRequest
+		writeJSON(w, rv.Status, map[string]string{"error": "invalid_request", "error_description": "the token was issued to another client"})
+	default:
+		if isAccess {
+			g.dead = true
+			a.access[rv.Token] = g
+		}
+		if isRefresh {
+			a.refresh[rv.Token] = false
+		}
+		rv.Status = http.StatusOK
+		writeJSON(w, rv.Status, map[string]string{})
+	}
+	a.revoked = append(a.revoked, rv)
 }
 
 func (a *AuthServer) fail(w http.ResponseWriter, code, desc string) {

@@ -520,11 +520,16 @@ func structuredJSON(sc any) []byte {
 	}
 	// As written, not HTML-safe: <, > and & count (maxResultBytes) and
 	// read as the one byte each they are, not \u003c.
-	b, err := segjson.Append(nil, sc, segjson.SortMapKeys)
-	if err != nil {
+	// The encoder's buffer is pooled: the bytes are copied once, at their
+	// size (appending to nil grew them twice over).
+	var b bytes.Buffer
+	e := segjson.NewEncoder(&b)
+	e.SetEscapeHTML(false)
+	e.SetAppendNewline(false)
+	if e.Encode(sc) != nil {
 		return nil
 	}
-	return b
+	return b.Bytes()
 }
 
 // withJSONText is content with a text block of raw, a JSON value, added

@@ -23,7 +23,9 @@ import (
 // the data may still be what it wanted, and a note tells it not to count
 // on the shape search_tools showed. The operator sees it in the log (once
 // a tool and schema), the audit record (outputMismatch) and the metric
-// toolgate_output_mismatches_total (Options.OutputMismatch).
+// toolgate_output_mismatches_total (Options.OutputMismatch). A result
+// whose structuredContent maxResultBytes cut or left out is not checked
+// (handleExecute): the client gets none of it whole.
 
 // maxOutputProblem bounds what a note, the log and an audit record say of
 // a result that does not fit: the first problem the validator met, cut to
@@ -74,20 +76,11 @@ func (g *Gateway) outputProblems(id string, tool catalog.Tool, res *mcp.CallTool
 
 // outputNote is res with a text block after its content that says what
 // problem (outputProblem) its structuredContent has against the output
-// schema of the tool id; res itself is not changed. trimmed says the
-// bound (maxResultBytes) cut or left out the structuredContent, which is
-// then not passed on as the server sent it: the trim's note, before,
-// says how.
-func outputNote(res *mcp.CallToolResult, id, problem string, trimmed bool) *mcp.CallToolResult {
-	var note string
+// schema of the tool id; res itself is not changed.
+func outputNote(res *mcp.CallToolResult, id, problem string) *mcp.CallToolResult {
+	note := fmt.Sprintf("toolgate: this result's structuredContent does not fit the outputSchema %s declares: %s. It is passed on as the server sent it: do not count on the shape search_tools showed.", id, problem)
 	if problem == noStructured {
 		note = fmt.Sprintf("toolgate: %s declares an outputSchema, but this result has no structuredContent, which MCP requires of it: what the tool returned is the content above.", id)
-	} else {
-		passed := "It is passed on as the server sent it"
-		if trimmed {
-			passed = "It was trimmed to maxResultBytes as the note above says"
-		}
-		note = fmt.Sprintf("toolgate: this result's structuredContent does not fit the outputSchema %s declares: %s. %s: do not count on the shape search_tools showed.", id, problem, passed)
 	}
 	out := *res
 	out.Content = append(slices.Clip(res.Content), &mcp.TextContent{Text: note})

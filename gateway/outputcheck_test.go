@@ -176,32 +176,59 @@ func TestOutputProblemWords(t *testing.T) {
 	}
 }
 
-// TestOutputNoteAfterTrim: a result whose structuredContent does not fit
-// the output schema and is over maxResultBytes gets both notes, the
-// trim's first. The output note no longer says the structuredContent is
-// passed on as the server sent it: the trim cut it (or left it out), as
-// the note before says. It said both.
+// TestOutputNoteAfterTrim: a result over maxResultBytes whose
+// structuredContent does not fit the output schema. When the trim cuts
+// the structuredContent or leaves it out, it is not checked: no output
+// note, no outputMismatch, not counted (the client gets none of it whole;
+// the whole was checked, 111 ms for 5 MB of rows, to say so of megabytes
+// it never saw). When only the text is cut and the structuredContent goes
+// whole, it is checked, and the output note comes after the trim's.
 func TestOutputNoteAfterTrim(t *testing.T) {
-	for name, limit := range map[string]int{"cut": 5000, "left out": 700} {
-		t.Run(name, func(t *testing.T) {
+	rows := map[string]any{"content": 42.0, "rows": strings.Split(strings.Repeat("a row,", 3000), ",")}
+	lines := strings.Repeat(strings.Repeat("x", 2999)+"\n", 4) // cut at a line end, room left
+	for _, tc := range []struct {
+		name  string
+		limit int
+		text  string
+		sc    map[string]any
+		check bool // the structuredContent went whole: checked
+	}{
+		{"cut", 5000, "listing", rows, false},
+		{"left out", 5000, strings.Repeat("y", 5000), rows, false},
+		{"text cut, structuredContent whole", 5000, lines, map[string]any{"content": 42.0}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
 			caller := &fakeCaller{call: func(string, string, map[string]any) (*mcp.CallToolResult, error) {
-				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "listing"}},
-					StructuredContent: map[string]any{"content": 42.0, "rows": strings.Split(strings.Repeat("a row,", 3000), ",")}}, nil
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: tc.text}}, StructuredContent: tc.sc}, nil
 			}}
 			g, _ := newTestGateway(t, caller)
-			g = New(g.searcher, caller, &Options{MaxResultBytes: func(string) int { return limit }})
+			log := &audittest.Log{}
+			var counted int
+			g = New(g.searcher, caller, &Options{Audit: log, MaxResultBytes: func(string) int { return tc.limit },
+				OutputMismatch: func(string, string) { counted++ }})
 			res := call(t, connect(t, g), ExecuteToolName, map[string]any{"name": "filesystem__list_directory", "arguments": map[string]any{"path": "."}})
-			n := len(res.Content)
-			if n < 3 {
-				t.Fatalf("%d blocks, want the text, the trim's note and the output note", n)
+			var notes []string
+			for _, c := range res.Content {
+				if s := c.(*mcp.TextContent).Text; strings.HasPrefix(s, "[toolgate:") || strings.HasPrefix(s, "toolgate:") {
+					notes = append(notes, s)
+				}
 			}
-			trim, out := res.Content[n-2].(*mcp.TextContent).Text, res.Content[n-1].(*mcp.TextContent).Text
-			if !strings.Contains(trim, "structuredContent") || !strings.Contains(trim, "maxResultBytes") {
-				t.Errorf("the trim's note: %s", trim)
+			if len(notes) == 0 || !strings.Contains(notes[0], "maxResultBytes") {
+				t.Fatalf("notes %q, want the trim's first", notes)
 			}
-			want := `toolgate: this result's structuredContent does not fit the outputSchema filesystem__list_directory declares: "content" must be a string, not an integer (42). It was trimmed to maxResultBytes as the note above says: do not count on the shape search_tools showed.`
-			if out != want {
-				t.Errorf("the output note:\n%s\nwant\n%s", out, want)
+			recs := log.Records()
+			if len(recs) != 1 || recs[0].TrimmedBytes == 0 {
+				t.Fatalf("audit records %+v, want one with trimmedBytes", recs)
+			}
+			if !tc.check {
+				if len(notes) != 1 || counted != 0 || recs[0].OutputMismatch != "" {
+					t.Errorf("notes %q, %d counted, outputMismatch %q: want the trim's note alone, nothing counted", notes, counted, recs[0].OutputMismatch)
+				}
+				return
+			}
+			want := `toolgate: this result's structuredContent does not fit the outputSchema filesystem__list_directory declares: "content" must be a string, not an integer (42). It is passed on as the server sent it: do not count on the shape search_tools showed.`
+			if len(notes) != 2 || notes[1] != want || counted != 1 || recs[0].OutputMismatch == "" {
+				t.Errorf("notes %q, %d counted, outputMismatch %q: want the trim's note, then\n%s\nand one counted", notes, counted, recs[0].OutputMismatch, want)
 			}
 		})
 	}

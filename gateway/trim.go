@@ -71,15 +71,18 @@ func trimResult(res *mcp.CallToolResult, limit int, id string, schema json.RawMe
 	if res == nil || limit <= 0 {
 		return res, t, false
 	}
-	if !overBound(res, limit) {
-		return res, t, false
-	}
+	// structuredContent's JSON is made once, to be counted and, when the
+	// result is over, trimmed: a decoded one of megabytes was encoded
+	// twice (BenchmarkBigResult).
 	raw := structuredJSON(res.StructuredContent)
 	total := len(raw)
 	for _, c := range res.Content {
 		if s, set := textOf(c); set != nil {
 			total += len(s)
 		}
+	}
+	if total <= limit {
+		return res, t, false
 	}
 	tr := trimming{limit: limit, total: total}
 	room := limit
@@ -151,36 +154,6 @@ func (tr trimming) note(id string, narrowing []string) string {
 	}
 	return fmt.Sprintf("[toolgate: this result was trimmed to its limit of %d bytes of text (maxResultBytes): %d of its %d bytes were left out: %s. The rest is not kept: to see another part, call %s again with %s.]",
 		tr.limit, tr.total-tr.kept, tr.total, strings.Join(parts, "; "), id, ask)
-}
-
-// overBound reports whether res holds more than limit bytes of text: its
-// text blocks, embedded text resources and structuredContent's JSON. Every
-// result passes here: a decoded structuredContent is encoded only to be
-// counted (as the audit record's resultBytes counts it), and only when
-// the content has not passed the bound already.
-func overBound(res *mcp.CallToolResult, limit int) bool {
-	n := 0
-	for _, c := range res.Content {
-		if s, set := textOf(c); set != nil {
-			n += len(s)
-		}
-	}
-	switch sc := res.StructuredContent.(type) {
-	case nil:
-	case json.RawMessage:
-		n += len(bytes.TrimSpace(sc))
-	default:
-		if n > limit {
-			return true
-		}
-		var c byteCounter
-		e := json.NewEncoder(&c)
-		e.SetEscapeHTML(false) // as structuredJSON writes it
-		if e.Encode(sc) == nil {
-			n += c.n - 1 // Encode's newline
-		}
-	}
-	return n > limit
 }
 
 // textOf is c's text and a function that makes a copy of c with another

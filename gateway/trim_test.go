@@ -371,3 +371,51 @@ func jsonEqual(t *testing.T, a, b []byte) bool {
 	}
 	return fmt.Sprint(x) == fmt.Sprint(y)
 }
+
+// FuzzStructuredJSON: structuredJSON encodes a decoded structuredContent
+// (segmentio's encoder) to the very bytes encoding/json does without HTML
+// escapes, so what a trim counts and keeps is what the audit record
+// counts.
+func FuzzStructuredJSON(f *testing.F) {
+	for _, s := range []string{`{"a":[1,2.5,-0,1e21,1e-7,{"b":"h\u00e9<&>\u2028\"\\"}],"c":null,"d":true}`, `[{"z":1,"a":2}]`, `"\ud800x"`, `123456789012345678901234567890`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		var v any
+		if json.Unmarshal([]byte(in), &v) != nil {
+			return
+		}
+		var b strings.Builder
+		e := json.NewEncoder(&b)
+		e.SetEscapeHTML(false)
+		if e.Encode(v) != nil {
+			return
+		}
+		want := strings.TrimSuffix(b.String(), "\n")
+		if got := structuredJSON(v); string(got) != want {
+			t.Fatalf("%s: structuredJSON %s, encoding/json %s", in, got, want)
+		}
+	})
+}
+
+// TestOverCapSaysWhatToDo: a result over the message size cap (16 MiB) is
+// refused whole, as the stdio pump answers in its place. execute_tool said
+// `server "big" answered with an error: …; ask for less output`, as if the
+// server had failed; it says the result was too big to read, that
+// maxResultBytes cannot help, and which arguments ask for less.
+func TestOverCapSaysWhatToDo(t *testing.T) {
+	fs := &fakeSearcher{tools: []catalog.Tool{bigTool}, search: func(search.Query) (search.Result, error) { return search.Result{}, nil }}
+	g := New(fs, &fakeCaller{call: func(string, string, map[string]any) (*mcp.CallToolResult, error) {
+		return nil, fmt.Errorf(`call "read" on "big": calling "tools/call": the backend's response (more than 20259803 bytes) exceeds toolgate's message size cap of 16777216 bytes; ask for less output`)
+	}}, nil)
+	res := execBig(t, connect(t, g))
+	got := text(res)
+	for _, want := range []string{"too big to read", "16777216", "maxResultBytes trims only", `call big__read again with arguments that ask for less (it takes "head", "maxResults", "tail")`} {
+		if !strings.Contains(strings.ToLower(got), strings.ToLower(want)) {
+			t.Errorf("%q lacks %q", got, want)
+		}
+	}
+	if !res.IsError || strings.Contains(got, "answered with an error") {
+		t.Errorf("isError %v: %s", res.IsError, got)
+	}
+}

@@ -27,7 +27,9 @@ import (
 // its audit record (outputMismatch) and in
 // toolgate_output_mismatches_total. Before, each came back as it was and
 // nothing said so; a TypeScript SDK client of the server itself throws the
-// two results away.
+// two results away. A 2 MB one that does not fit is trimmed to
+// maxResultBytes and not checked (the client gets none of it whole): the
+// trim's note alone, nothing counted; it was checked whole and noted.
 func TestPythonOutputSchemaChecked(t *testing.T) {
 	py := pythonSDK(t, pythonV2)
 	dir := t.TempDir()
@@ -60,8 +62,21 @@ func TestPythonOutputSchemaChecked(t *testing.T) {
 			return !strings.Contains(resultText(res), "unknown tool")
 		}
 		testenv.Eventually(t, "w__forecast listed", func() bool { return run("fits") })
-		for _, mode := range []string{"fits", "wrong", "none", "error"} {
+		for _, mode := range []string{"fits", "wrong", "none", "error", "big"} {
 			run(mode)
+			if mode == "big" {
+				// Trimmed (its structuredContent cut to maxResultBytes) and
+				// not checked: the trim's note alone.
+				got := resultText(res)
+				sc, _ := json.Marshal(res.StructuredContent)
+				m, _ := res.StructuredContent.(map[string]any)
+				cond, _ := m["conditions"].(string)
+				if !strings.HasPrefix(got, "forecast (big)[toolgate: this result was trimmed") || !strings.Contains(got, "structuredContent cut from") ||
+					strings.Contains(got, "does not fit") || len(sc) > gateway.DefaultMaxResultBytes || !strings.HasPrefix(cond, "cloudy cloudy") || !strings.HasSuffix(cond, "…") {
+					t.Errorf("big: text %.300q structuredContent of %d bytes %.80s; want the trim's note alone and the structuredContent cut", got, len(sc), sc)
+				}
+				continue
+			}
 			w := want[mode]
 			sc := ""
 			if res.StructuredContent != nil {
@@ -111,10 +126,11 @@ func TestPythonOutputSchemaChecked(t *testing.T) {
 				mismatches = append(mismatches, r.OutputMismatch)
 			}
 		}
-		// The first "fits" may have been tried before the tool was listed.
-		wantAudit := []string{"", `"temperature" must be a number, not a string`, "no structuredContent", ""} // no value of the result
-		if len(mismatches) < 4 || strings.Join(mismatches[len(mismatches)-4:], "|") != strings.Join(wantAudit, "|") {
-			t.Errorf("audit records' outputMismatch %q, want the last four %q", mismatches, wantAudit)
+		// The first "fits" may have been tried before the tool was listed;
+		// "big" was trimmed, not checked.
+		wantAudit := []string{"", `"temperature" must be a number, not a string`, "no structuredContent", "", ""} // no value of the result
+		if len(mismatches) < 5 || strings.Join(mismatches[len(mismatches)-5:], "|") != strings.Join(wantAudit, "|") {
+			t.Errorf("audit records' outputMismatch %q, want the last five %q", mismatches, wantAudit)
 		}
 	})
 }

@@ -965,6 +965,10 @@ func (b *backend) explain(startCtx context.Context, err error, r *run) error {
 	return fmt.Errorf("backend %q at %s: %w: check url, type (%s) and headers", name, b.cfg.URL, err, b.cfg.Type)
 }
 
+// OverCap reports whether err, a call's, says its answer was over the
+// message size cap (MaxMessageBytes): not read, so not trimmed either.
+func OverCap(err error) bool { return err != nil && overCap(err) }
+
 // overCap reports whether err is an answer over the message size cap: the
 // stdio pump's error in its place, a JSON body over it, or go-sdk's words
 // for an event over it.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/tidwall/gjson"
 
 	"github.com/toolgate/toolgate/internal/jsonnum"
 )
@@ -26,7 +27,8 @@ import (
 // carries an exactResult in its context; the connection sees the call's
 // request (stdio, SSE: exactConn) or its HTTP exchange (streamable HTTP:
 // headerTransport, whose requests carry the call's context) and the
-// response to it.
+// response to it. On a stdio or SSE connection, a structuredContent of a
+// megabyte or more is kept so too (bigStructured), whatever its numbers.
 
 // exactResult receives the structuredContent of one call's result.
 type exactResult struct {
@@ -71,6 +73,39 @@ func (e *exactResult) take(result json.RawMessage) {
 	e.mu.Lock()
 	e.raw = bytes.Clone(r.StructuredContent)
 	e.mu.Unlock()
+}
+
+// bigStructured is the size of structuredContent (bytes of JSON as the
+// backend wrote it) from which a tools/call result read on a stdio or SSE
+// connection (exactConn) keeps it as it was, in place of go-sdk's decoding.
+// Decoded, 15 MB of rows (a log search's) became some 100 MB of maps and
+// took the gateway hundreds of milliseconds, for a result execute_tool
+// then trims to its maxResultBytes (100 KB by default), reading no further
+// in the JSON than what it keeps.
+const bigStructured = 1 << 20
+
+// keep is result, a tools/call result as the backend wrote it, as go-sdk
+// is to decode it: a structuredContent of bigStructured bytes or more is
+// kept (apply puts it back) and replaced by {} in what go-sdk decodes; any
+// other is taken as take does.
+func (e *exactResult) keep(result json.RawMessage) json.RawMessage {
+	if len(result) < bigStructured {
+		e.take(result)
+		return result
+	}
+	sc := gjson.GetBytes(result, "structuredContent")
+	end := sc.Index + len(sc.Raw)
+	if !sc.Exists() || len(sc.Raw) < bigStructured || sc.Index <= 0 || end > len(result) || string(result[sc.Index:end]) != sc.Raw {
+		e.take(result)
+		return result
+	}
+	e.mu.Lock()
+	e.raw = result[sc.Index:end:end] // not a copy: result is not read again
+	e.mu.Unlock()
+	small := make(json.RawMessage, 0, len(result)-len(sc.Raw)+2)
+	small = append(small, result[:sc.Index]...)
+	small = append(small, "{}"...)
+	return append(small, result[end:]...)
 }
 
 // finish marks the call returned (with a result or not).
@@ -129,7 +164,7 @@ func (c *exactConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		delete(c.pending, resp.ID)
 		c.mu.Unlock()
 		if e != nil && resp.Error == nil {
-			e.take(resp.Result)
+			resp.Result = e.keep(resp.Result)
 		}
 	}
 	return msg, err

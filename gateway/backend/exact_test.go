@@ -3,8 +3,13 @@ package backend
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/gateway/backend/backendtest"
 	"github.com/toolgate/toolgate/gateway/config"
@@ -59,6 +64,68 @@ func TestStructuredNumbersExact(t *testing.T) {
 			}
 			if m, ok := res.StructuredContent.(map[string]any); !ok || m["sum"] != 3.0 {
 				t.Errorf("add's structuredContent %#v", res.StructuredContent)
+			}
+		})
+	}
+}
+
+// fakeConn is a connection whose Read answers msgs in turn.
+type fakeConn struct {
+	mcp.Connection
+	msgs []jsonrpc.Message
+}
+
+func (c *fakeConn) Write(context.Context, jsonrpc.Message) error { return nil }
+func (c *fakeConn) Read(context.Context) (jsonrpc.Message, error) {
+	m := c.msgs[0]
+	c.msgs = c.msgs[1:]
+	return m, nil
+}
+
+// TestBigStructuredKept: a tools/call result whose structuredContent is
+// bigStructured bytes or more (a log search's rows) reaches go-sdk with
+// {} in its place, and the caller with it as the backend wrote it (key
+// order, spaces): go-sdk decoded megabytes of it into maps that execute_tool
+// then encoded again to trim to 100 KB. A smaller one is go-sdk's, as
+// before.
+func TestBigStructuredKept(t *testing.T) {
+	var rows []string
+	for i, n := 0, 0; n < bigStructured; i++ {
+		rows = append(rows, fmt.Sprintf(`{"z": %d, "a": "/api/v1/items/%d", "status": 200}`, i, i))
+		n += len(rows[i]) + 2
+	}
+	big := `{"rows": [` + strings.Join(rows, ", ") + `]}`
+	for name, tc := range map[string]struct {
+		sc   string
+		kept bool
+	}{"big": {big, true}, "small": {`{"z": 1, "a": 2}`, false}} {
+		t.Run(name, func(t *testing.T) {
+			result := `{"content": [{"type": "text", "text": "rows"}], "structuredContent": ` + tc.sc + `, "isError": false}`
+			id, _ := jsonrpc.MakeID(float64(1))
+			conn := &fakeConn{msgs: []jsonrpc.Message{&jsonrpc.Response{ID: id, Result: json.RawMessage(result)}}}
+			c := &exactConn{Connection: conn, pending: map[jsonrpc.ID]*exactResult{}}
+			ctx, e := withExact(context.Background())
+			if err := c.Write(ctx, &jsonrpc.Request{ID: id, Method: "tools/call"}); err != nil {
+				t.Fatal(err)
+			}
+			msg, err := c.Read(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var res mcp.CallToolResult
+			if err := json.Unmarshal(msg.(*jsonrpc.Response).Result, &res); err != nil {
+				t.Fatalf("what go-sdk decodes: %v", err)
+			}
+			if tc.kept && len(msg.(*jsonrpc.Response).Result) > 200 {
+				t.Errorf("go-sdk decodes %d bytes, want the result without its structuredContent", len(msg.(*jsonrpc.Response).Result))
+			}
+			e.apply(&res)
+			raw, isRaw := res.StructuredContent.(json.RawMessage)
+			if isRaw != tc.kept || tc.kept && string(raw) != tc.sc {
+				t.Errorf("structuredContent %T (kept as written: %v), want kept: %v", res.StructuredContent, isRaw && string(raw) == tc.sc, tc.kept)
+			}
+			if len(res.Content) != 1 || res.Content[0].(*mcp.TextContent).Text != "rows" {
+				t.Errorf("content %v", res.Content)
 			}
 		})
 	}

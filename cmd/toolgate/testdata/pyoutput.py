@@ -1,8 +1,8 @@
 """An MCP server on the official Python SDK's low-level Server (mcp 2.x),
 which sends what its tool returns as it is: its tool declares an
 outputSchema and answers, by the argument "mode", structuredContent that
-fits it ("fits"), that does not ("wrong"), none ("none"), or an isError
-result ("error"). A backend of toolgate in cmd/toolgate/outputcheck_test.go;
+fits it ("fits"), that does not ("wrong"), none ("none"), an isError
+result ("error"), or 2 MB that does not fit ("big"). A backend of toolgate in cmd/toolgate/outputcheck_test.go;
 MCPServer (FastMCP) checks its own tools' answers, which a server built
 otherwise (or on an SDK that does not) may not.
 
@@ -27,6 +27,9 @@ OUTPUT = {
 ANSWERS = {
     "fits": {"temperature": 22.5, "conditions": "sunny"},
     "wrong": {"temperature": "warm", "conditions": "sunny"},
+    # Over maxResultBytes (2.1 MB) and over the 1 MiB from which toolgate
+    # keeps a structuredContent as written; does not fit either.
+    "big": {"temperature": "warm", "conditions": "cloudy " * 300_000},
 }
 
 
@@ -38,7 +41,7 @@ async def list_tools(ctx, params):
                 description="Weather forecast for a city: temperature in degrees Celsius and conditions.",
                 input_schema={
                     "type": "object",
-                    "properties": {"mode": {"type": "string", "enum": ["fits", "wrong", "none", "error"]}},
+                    "properties": {"mode": {"type": "string", "enum": ["fits", "wrong", "none", "error", "big"]}},
                     "required": ["mode"],
                 },
                 output_schema=OUTPUT,

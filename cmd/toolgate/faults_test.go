@@ -117,27 +117,11 @@ func TestConnectClientClosesStderrAndStdout(t *testing.T) {
 	}
 	errR.Close()
 	defer errW.Close()
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer outR.Close()
 	// No gateway at the address: each call is answered -32050 at once.
 	cmd := toolgateCmd(t, t.TempDir(), "connect", "--addr", freeAddr(t))
-	cmd.Stdout, cmd.Stderr = outW, errW
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	outW.Close()
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() { stdin.Close(); _ = cmd.Process.Kill(); <-exited })
-	io.WriteString(stdin, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"quiet","version":"1"}}}`+"\n")
-	if line, err := bufio.NewReader(outR).ReadString('\n'); err != nil || !strings.Contains(line, `"id":1`) {
+	cmd.Stderr = errW
+	stdin, outR, exited, line, err := startPipedConnect(t, cmd, "quiet")
+	if err != nil || !strings.Contains(line, `"id":1`) {
 		<-exited
 		t.Fatalf("initialize through connect with its stderr closed: %q, %v (exit %v)", line, err, cmd.ProcessState)
 	}
@@ -151,6 +135,34 @@ func TestConnectClientClosesStderrAndStdout(t *testing.T) {
 	if ws := cmd.ProcessState.Sys().(syscall.WaitStatus); ws.Signaled() || ws.ExitStatus() != 0 {
 		t.Errorf("connect exit %v after its client closed stdout, want status 0", cmd.ProcessState)
 	}
+}
+
+// startPipedConnect starts cmd, a `toolgate connect`, with its stdout on a
+// pipe of the test's own (which the test may close, as a client that
+// goes), and sends it an initialize as client name: its stdin, the pipe's
+// read end (closed at the test's end), exited (closed once it has
+// exited), and the first line it answered.
+func startPipedConnect(t *testing.T, cmd *exec.Cmd, name string) (stdin io.WriteCloser, out *os.File, exited chan struct{}, line string, err error) {
+	t.Helper()
+	out, outW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { out.Close() })
+	cmd.Stdout = outW
+	if stdin, err = cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	outW.Close()
+	exited = make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() { stdin.Close(); _ = cmd.Process.Kill(); <-exited })
+	io.WriteString(stdin, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"`+name+`","version":"1"}}}`+"\n")
+	line, err = bufio.NewReader(out).ReadString('\n')
+	return stdin, out, exited, line, err
 }
 
 // stdioGateway is a gateway serving a stdio client (the test) with one
@@ -1214,27 +1226,11 @@ func TestConnectClientClosesStdoutMidCall(t *testing.T) {
 	cfg := fakeConfig(t, map[string]string{"fake": backendtest.ModeHang}, map[string]any{"callTimeout": "10m", "learn": map[string]any{"enabled": false}})
 	data := t.TempDir()
 	startServe(t, toolgateCmd(t, data, "serve", "--config", cfg, "--http", addr, "--mode", "bm25"), addr)
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer outR.Close()
 	var logs testenv.LogBuffer
 	cmd := toolgateCmd(t, data, "connect", "--addr", addr)
-	cmd.Stdout, cmd.Stderr = outW, io.MultiWriter(&logs, testLog(t, "connect: "))
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	outW.Close()
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() { stdin.Close(); _ = cmd.Process.Kill(); <-exited })
-	io.WriteString(stdin, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"gone","version":"1"}}}`+"\n")
-	if line, err := bufio.NewReader(outR).ReadString('\n'); err != nil || !strings.Contains(line, `"id":1`) {
+	cmd.Stderr = io.MultiWriter(&logs, testLog(t, "connect: "))
+	stdin, outR, exited, line, err := startPipedConnect(t, cmd, "gone")
+	if err != nil || !strings.Contains(line, `"id":1`) {
 		t.Fatalf("initialize through connect: %q, %v", line, err)
 	}
 	io.WriteString(stdin, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n")

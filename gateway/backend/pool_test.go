@@ -978,6 +978,30 @@ func TestRemoteOutageOutlastsDelays(t *testing.T) {
 	}
 }
 
+// peekedCall is what a test's front reads of a POSTed message: its id,
+// method and "text" argument.
+type peekedCall struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params struct {
+		Arguments struct {
+			Text string `json:"text"`
+		} `json:"arguments"`
+	} `json:"params"`
+}
+
+// peekCall reads r's message (a POST's; nothing of another method) and
+// puts its body back for the proxy.
+func peekCall(r *http.Request) peekedCall {
+	var c peekedCall
+	if r.Method == http.MethodPost {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		_ = json.Unmarshal(body, &c)
+	}
+	return c
+}
+
 // behindFront serves real through a reverse proxy (event streams passed
 // on as they come) in a front of its own, which front makes of the proxy,
 // and returns real's config entry, named "remote", at the front's URL.
@@ -1820,19 +1844,7 @@ func TestScopeRefusalsAtOnce(t *testing.T) {
 	all := make(chan struct{})
 	srv := behindFront(t, backendtest.NewHTTPServer(t, config.TypeHTTP, backendtest.ModeNormal), func(proxy *httputil.ReverseProxy) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			var c struct {
-				Method string `json:"method"`
-				Params struct {
-					Arguments struct {
-						Text string `json:"text"`
-					} `json:"arguments"`
-				} `json:"params"`
-			}
-			if r.Method == http.MethodPost {
-				body, _ := io.ReadAll(r.Body)
-				r.Body = io.NopCloser(bytes.NewReader(body))
-				_ = json.Unmarshal(body, &c)
-			}
+			c := peekCall(r)
 			if c.Method != "tools/call" {
 				proxy.ServeHTTP(w, r)
 				return
@@ -1892,20 +1904,7 @@ func TestScopeRefusalOverSSE(t *testing.T) {
 			arrived, refusedSent := make(chan struct{}), make(chan struct{})
 			srv := behindFront(t, backendtest.NewHTTPServer(t, config.TypeSSE, backendtest.ModeNormal), func(proxy *httputil.ReverseProxy) http.Handler {
 				return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-					var c struct {
-						ID     json.RawMessage `json:"id"`
-						Method string          `json:"method"`
-						Params struct {
-							Arguments struct {
-								Text string `json:"text"`
-							} `json:"arguments"`
-						} `json:"params"`
-					}
-					if r.Method == http.MethodPost {
-						body, _ := io.ReadAll(r.Body)
-						r.Body = io.NopCloser(bytes.NewReader(body))
-						_ = json.Unmarshal(body, &c)
-					}
+					c := peekCall(r)
 					switch {
 					case c.Method == "tools/call" && c.Params.Arguments.Text == "refuse":
 						w.Header().Set("WWW-Authenticate", `Bearer error="insufficient_scope", scope="admin"`)

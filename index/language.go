@@ -162,7 +162,7 @@ func serverLanguages(tools []catalog.Tool) (map[string]string, error) {
 	for _, t := range tools {
 		if l, ok := seen[t.Server]; ok {
 			if l != t.Language {
-				return nil, fmt.Errorf("server %q has tools in %s and in %s: a server's tools are in one language", t.Server, langName(l), langName(t.Language))
+				return nil, fmt.Errorf("server %q has tools in %s and in %s: a server's tools are in one language", t.Server, catalog.LanguageName(l), catalog.LanguageName(t.Language))
 			}
 			continue
 		}
@@ -180,13 +180,6 @@ func serverLanguages(tools []catalog.Tool) (map[string]string, error) {
 		out[t.Server] = t.Language
 	}
 	return out, nil
-}
-
-func langName(l string) string {
-	if l == "" {
-		return "English"
-	}
-	return catalog.Languages[l]
 }
 
 // queryChain is the filters of one language after sharedFilters, made.

@@ -154,6 +154,11 @@ func isArray(v json.RawMessage) bool {
 func ReadJSONL(r io.Reader, name string) ([]Tool, error) {
 	var tools []Tool
 	seen := map[string]int{}
+	type firstLanguage struct {
+		lang string
+		line int
+	}
+	languages := map[string]firstLanguage{} // a server's, by its first line
 	err := EachLine(r, name, func(line int, b []byte) error {
 		var jt jsonlTool
 		if err := DecodeLine(b, &jt); err != nil {
@@ -192,6 +197,14 @@ func ReadJSONL(r io.Reader, name string) ([]Tool, error) {
 			return fmt.Errorf(`"language" of %q: %w`, t.ID(), err)
 		}
 		t.Language = lang
+		// Said here, with the lines: the index refused it later naming
+		// the server alone.
+		if first, ok := languages[t.Server]; !ok {
+			languages[t.Server] = firstLanguage{lang, line}
+		} else if first.lang != lang {
+			return fmt.Errorf(`%q is in %s, but line %d has server %q's tools in %s: a server's tools are in one language: give every line of server %q the same "language"`,
+				t.ID(), LanguageName(lang), first.line, t.Server, LanguageName(first.lang), t.Server)
+		}
 		if t.InputSchema, err = fileSchema(t.ID(), name, "input_schema", jt.InputSchema, "inputSchema", jt.InputSchemaMCP); err != nil {
 			return err
 		}

@@ -43,6 +43,15 @@ func LanguageCodes() []string {
 	return codes
 }
 
+// LanguageName is the English name of a Tool.Language or a code of
+// LanguageCodes: "English" for "" and English.
+func LanguageName(code string) string {
+	if code == "" || code == English {
+		return "English"
+	}
+	return Languages[code]
+}
+
 // CanonicalLanguage is the Tool.Language of a server whose config says
 // lang: "" for English ("" or "en"), the code itself for one of
 // Languages, else an error that names the codes it may be: the one lang
@@ -56,15 +65,9 @@ func CanonicalLanguage(lang string) (string, error) {
 	case Languages[lang] != "":
 		return lang, nil
 	}
-	name := func(code string) string {
-		if code == English {
-			return "English"
-		}
-		return Languages[code]
-	}
 	var list []string
 	for _, c := range LanguageCodes() {
-		list = append(list, c+" ("+name(c)+")")
+		list = append(list, c+" ("+LanguageName(c)+")")
 	}
 	codes := strings.Join(list, ", ")
 	l := strings.ToLower(strings.TrimSpace(lang))
@@ -79,18 +82,18 @@ func CanonicalLanguage(lang string) (string, error) {
 			"the codes are for the languages it stems: %s", lang, codes)
 	}
 	code := ""
-	if name(base) != "" {
+	if LanguageName(base) != "" {
 		code = base
 	}
 	for _, c := range LanguageCodes() {
-		if strings.EqualFold(l, name(c)) {
+		if strings.EqualFold(l, LanguageName(c)) {
 			code, region = c, false
 		}
 	}
 	if code == "" {
 		return "", fmt.Errorf("unknown language %q: use one of the codes %s", lang, codes)
 	}
-	why := name(code)
+	why := LanguageName(code)
 	if region {
 		why += ": one stemmer for every region"
 	}

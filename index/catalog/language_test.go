@@ -23,6 +23,15 @@ func TestJSONLLanguage(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `tools.jsonl:1: "language" of "b__x": unknown language "klingon": use one of the codes`) {
 		t.Errorf("unknown language: %v", err)
 	}
+	// A server's lines in two languages: said with both lines, as the
+	// index said it later with the server's name alone.
+	_, err = ReadJSONL(strings.NewReader(`{"server": "b", "name": "x", "language": "de"}
+{"server": "c", "name": "y", "language": "fr"}
+{"server": "b", "name": "z", "language": "en"}
+`), "tools.jsonl")
+	if err == nil || !strings.Contains(err.Error(), `tools.jsonl:3: "b__z" is in English, but line 1 has server "b"'s tools in German: a server's tools are in one language`) {
+		t.Errorf("one server in two languages: %v", err)
+	}
 	plain := []Tool{{Server: "e", Name: "read", Description: "Read a file."}}
 	withDE := []Tool{{Server: "e", Name: "read", Description: "Read a file.", Language: "de"}}
 	// As the toolgate of before languages computed it: an index of it is

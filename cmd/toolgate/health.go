@@ -151,13 +151,15 @@ func runHealth(ctx context.Context, w io.Writer, f healthFlags) error {
 	}
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 	line := oneLineBody(body)
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s (%s from %s)", line, resp.Status, u)
-	}
+	// Another config's gateway is said first, ready or not: its "not
+	// ready" said nothing of the config it serves.
 	if fellBack {
 		if err := sameConfig(ctx, front, u, f.config, noneLocal); err != nil {
 			return err
 		}
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s (%s from %s)", line, resp.Status, u)
 	}
 	_, err = fmt.Fprintf(w, "%s (%s)\n", line, u)
 	return err

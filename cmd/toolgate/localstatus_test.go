@@ -859,6 +859,13 @@ func TestHealthReadyDefaultAddressOtherConfig(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "the gateway at "+f.fallback+" serves another config ("+other+"), not "+cfg) || out.Len() > 0 {
 		t.Errorf("health --ready --config of another config's default gateway: %v\n%s", err, out.String())
 	}
+	// Not ready yet: that it is another config's is what the operator
+	// needs, not its "not ready" (which said nothing of the config).
+	f.fallback = fakeGatewayReady(t, other, http.StatusOK, false)
+	out.Reset()
+	if err := runHealth(context.Background(), &out, f); err == nil || !strings.Contains(err.Error(), "serves another config ("+other+"), not "+cfg) || out.Len() > 0 {
+		t.Errorf("health --ready --config of another config's default gateway, not ready: %v\n%s", err, out.String())
+	}
 	f.fallback = fakeGatewayServing(t, cfg, http.StatusOK)
 	out.Reset()
 	if err := runHealth(context.Background(), &out, f); err != nil || out.String() != "ready (http://"+f.fallback+"/readyz)\n" {
@@ -896,9 +903,21 @@ func TestHealthConfigNoneAnswers(t *testing.T) {
 // /status answers statusCode with a report of pid 4242 serving the config
 // file serving, and GET /healthz ok.
 func fakeGatewayServing(t *testing.T, serving string, statusCode int) string {
+	return fakeGatewayReady(t, serving, statusCode, true)
+}
+
+// fakeGatewayReady is fakeGatewayServing whose /readyz says not ready
+// (503) unless ready.
+func fakeGatewayReady(t *testing.T, serving string, statusCode int, ready bool) string {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "ok") })
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "ready") })
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if !ready {
+			http.Error(w, "not ready: starting (the index is being built)", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprint(w, "ready")
+	})
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, _ *http.Request) {
 		w.WriteHeader(statusCode)
 		json.NewEncoder(w).Encode(gateway.StatusReport{Process: &gateway.ProcessInfo{PID: 4242, Transport: "http", Config: []string{serving}}})

@@ -1777,24 +1777,10 @@ func TestToolListTooDeep(t *testing.T) {
 // other call's refusal, "refused the call: … wants the scopes …", as the
 // refusal was the last one the session had.
 func TestScopeRefusalIsThatCallsAlone(t *testing.T) {
-	type call struct {
-		ID     json.RawMessage `json:"id"`
-		Method string          `json:"method"`
-		Params struct {
-			Arguments struct {
-				Text string `json:"text"`
-			} `json:"arguments"`
-		} `json:"params"`
-	}
 	arrived, refusedSent := make(chan struct{}), make(chan struct{})
 	srv := behindFront(t, backendtest.NewHTTPServer(t, config.TypeHTTP, backendtest.ModeNormal), func(proxy *httputil.ReverseProxy) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			var c call
-			if r.Method == http.MethodPost {
-				body, _ := io.ReadAll(r.Body)
-				r.Body = io.NopCloser(bytes.NewReader(body))
-				_ = json.Unmarshal(body, &c)
-			}
+			c := peekCall(r)
 			switch {
 			case c.Method != "tools/call":
 				proxy.ServeHTTP(w, r)

@@ -884,21 +884,6 @@ func serveLoggedHTTP(t *testing.T, dataDir, cfgPath string) (context.Context, *m
 	return ctx, cs, addr, logs
 }
 
-// takesToken reports whether the MCP server at url takes the access token.
-func takesToken(t *testing.T, url, token string) bool {
-	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	return resp.StatusCode != http.StatusUnauthorized
-}
-
 // TestAuthLogoutRevokes: `auth logout` ends the login at the
 // authorization server: it revokes the refresh and the access token (RFC
 // 7009; the server refuses the access token at once) and deletes the
@@ -934,7 +919,7 @@ func TestAuthLogoutRevokes(t *testing.T) {
 	t.Run("revoked", func(t *testing.T) {
 		cliLogin(t, dataDir, cfgPath, "remote")
 		c := storedCreds(t, dataDir, "remote")
-		if !takesToken(t, rs.URL, c.Token.AccessToken) {
+		if !rs.TakesToken(t, c.Token.AccessToken) {
 			t.Fatal("the server refuses the login's access token before the logout")
 		}
 		out := logout(t, c)
@@ -950,7 +935,7 @@ func TestAuthLogoutRevokes(t *testing.T) {
 		if strings.Contains(out, "NOT") || strings.Contains(out, "may honour") {
 			t.Errorf("auth logout says something was not ended:\n%s", out)
 		}
-		if takesToken(t, rs.URL, c.Token.AccessToken) {
+		if rs.TakesToken(t, c.Token.AccessToken) {
 			t.Error("the server still takes the access token after the logout")
 		}
 		if got := as.DeletedClients(); !slices.Contains(got, c.Client.ID) {

@@ -34,21 +34,6 @@ func loggedIn(t *testing.T, setUp func(*oauthtest.AuthServer)) (*oauthtest.AuthS
 	return as, rs, store, c
 }
 
-// serves reports whether the resource server rs takes the access token.
-func serves(t *testing.T, rs *oauthtest.ResourceServer, token string) bool {
-	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, rs.URL, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	return resp.StatusCode != http.StatusUnauthorized
-}
-
 func stepsSay(steps []oauth.LogoutStep) string {
 	var b strings.Builder
 	for _, s := range steps {
@@ -73,7 +58,7 @@ func TestLogoutRevokes(t *testing.T) {
 		as.OfferRevocation()
 		as.ManageClients()
 	})
-	if !serves(t, rs, c.Token.AccessToken) {
+	if !rs.TakesToken(t, c.Token.AccessToken) {
 		t.Fatal("the server refuses the login's access token before the logout")
 	}
 	rep, err := oauth.Logout(context.Background(), store, "demo", nil)
@@ -96,7 +81,7 @@ func TestLogoutRevokes(t *testing.T) {
 	if len(rep.Steps) != 3 || slices.ContainsFunc(rep.Steps, func(s oauth.LogoutStep) bool { return !s.Done }) {
 		t.Errorf("steps:\n%s", stepsSay(rep.Steps))
 	}
-	if serves(t, rs, c.Token.AccessToken) {
+	if rs.TakesToken(t, c.Token.AccessToken) {
 		t.Error("the server still takes the access token after the logout")
 	}
 }

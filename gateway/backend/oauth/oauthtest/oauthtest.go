@@ -708,6 +708,22 @@ func (rs *ResourceServer) Unauthorized() int64 { return rs.unauthorized.Load() }
 // Served counts the MCP requests let through so far.
 func (rs *ResourceServer) Served() int64 { return rs.served.Load() }
 
+// TakesToken reports whether the server takes token (any answer but 401
+// to a ping): a test's look at whether a logout revoked it.
+func (rs *ResourceServer) TakesToken(t testing.TB, token string) bool {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, rs.URL, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode != http.StatusUnauthorized
+}
+
 // codeWriter records the status code a handler wrote.
 type codeWriter struct {
 	http.ResponseWriter

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"html"
+	"net/url"
 	"regexp"
 	"slices"
 	"strconv"
@@ -571,10 +572,20 @@ func (sc *scanner) text(t string) {
 		// HTML character references (&lt;, &#73;), which a rendered
 		// page shows as the characters they stand for.
 		if u := html.UnescapeString(t); u != t {
-			if !isASCII(u) {
-				u = fold(u)
-			}
-			sc.phrases(u, hintAll, "as HTML reads: ", sc.found(n)...)
+			sc.phrases(foldIf(u), hintAll, "as HTML reads: ", sc.found(n)...)
+		}
+	}
+	if strings.Contains(t, `\`) {
+		// Escapes of JSON, JavaScript, Go, Python (\u003c, \x3c), which a
+		// model reads as the characters.
+		if u := replaceRuns(t, codeEscapeRE, unescapeCode); u != t {
+			sc.phrases(foldIf(u), hintAll, "as escapes read: ", sc.found(n)...)
+		}
+	}
+	if strings.Contains(t, "%") {
+		// Percent-encoding (%3C, %20), as a URL's query carries text.
+		if u := replaceRuns(t, percentRE, unescapePercent); u != t {
+			sc.phrases(foldIf(u), hintAll, "URL-decoded: ", sc.found(n)...)
 		}
 	}
 	if b64 || sc.exhaustive {
@@ -584,6 +595,48 @@ func (sc *scanner) text(t string) {
 			}
 		}
 	}
+}
+
+var (
+	// An escape of one character in a programming language's string.
+	codeEscapeRE = regexp.MustCompile(`\\(u[0-9A-Fa-f]{4}|U[0-9A-Fa-f]{8}|x[0-9A-Fa-f]{2})`)
+	// A run of percent-encoded bytes.
+	percentRE = regexp.MustCompile(`(%[0-9A-Fa-f]{2})+`)
+)
+
+// replaceRuns is t with each match of re replaced by what decode makes of
+// it, or left as it is where decode fails.
+func replaceRuns(t string, re *regexp.Regexp, decode func(string) (string, bool)) string {
+	return re.ReplaceAllStringFunc(t, func(run string) string {
+		if d, ok := decode(run); ok {
+			return d
+		}
+		return run
+	})
+}
+
+// unescapeCode is the character one escape (\u003c) stands for.
+func unescapeCode(esc string) (string, bool) {
+	r, _, tail, err := strconv.UnquoteChar(esc, '"')
+	if err != nil || tail != "" {
+		return "", false
+	}
+	return string(r), true
+}
+
+// unescapePercent is the text a run of percent-encoded bytes stands for,
+// when it is UTF-8.
+func unescapePercent(run string) (string, bool) {
+	d, err := url.PathUnescape(run)
+	return d, err == nil && utf8.ValidString(d)
+}
+
+// foldIf is u folded (fold) when it is not all ASCII.
+func foldIf(u string) string {
+	if isASCII(u) {
+		return u
+	}
+	return fold(u)
 }
 
 // found lists the rules of the findings from the n-th on.

@@ -557,6 +557,13 @@ func (b *backend) connect(ctx context.Context) {
 	if said != saidBefore && b.p.opts.OnDescribed != nil {
 		b.p.opts.OnDescribed(b.cfg.Name, said)
 	}
+	if said != saidBefore && said != "" && saidBefore != "" && strings.TrimSpace(b.cfg.Description) == "" {
+		// Tool definitions are pinned, and held when they change; this
+		// text, which every client's model reads, is not: the operator
+		// is told.
+		b.log.Warn("what the server says of itself differs from its last handshake: search_tools' description, which every client's model reads, quotes it, and it is not pinned for review as tool definitions are (give the server a \"description\" in the config to fix what search_tools says of it)",
+			"was", saidBefore, "now", said) // both passed the scan, control characters included
+	}
 	if len(flagged) > 0 {
 		why := make([]string, len(flagged))
 		for i, f := range flagged {

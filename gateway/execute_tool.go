@@ -160,6 +160,18 @@ func (g *Gateway) handleExecute(ctx context.Context, req *mcp.CallToolRequest) (
 		cctx = backend.WithCallEvents(cctx, ev)
 	}
 	cctx = backend.WithCallInput(cctx, callInput(req))
+	if g.opts.Policy != nil {
+		// Decided again when the call waited for its server's connection:
+		// that connection's listing may have changed the tool's definition
+		// since, and the quarantine then holds it (a warm start's call ran
+		// the changed tool).
+		cctx = backend.WithAdmit(cctx, func() error {
+			if d := g.opts.Policy.Decide(caller, tool); !d.Allowed {
+				return &DeniedError{Server: tool.Server, Tool: tool.Name, Rule: d.Rule, Reason: d.Reason}
+			}
+			return nil
+		})
+	}
 	res, err := g.caller.CallTool(cctx, tool.Server, tool.Name, args)
 	if relayed != nil {
 		relayed(cctx) // what the backend sent before its result goes out first

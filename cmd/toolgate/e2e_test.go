@@ -443,6 +443,47 @@ func TestWarmStartToolAddedSince(t *testing.T) {
 	}
 }
 
+// TestWarmStartCallOfChangedTool: a call that comes before its server has
+// connected (a warm start) waits for the connection, and is refused as
+// quarantined when that connection lists the tool with another
+// definition than the one pinned. It was decided before the wait, on the
+// definition of the last run, and ran the changed tool, though the log
+// said at the same moment that it was quarantined.
+func TestWarmStartCallOfChangedTool(t *testing.T) {
+	dataDir := t.TempDir()
+	cfg := filepath.Join(t.TempDir(), "toolgate.json")
+	write := func(env ...string) {
+		s := backendtest.Command(t, backendtest.ModeNormal, env...)
+		b, err := json.Marshal(map[string]any{"mcpServers": map[string]any{"fake": map[string]any{"command": s.Command, "env": s.Env}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(cfg, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A first run pins echo's definition, and leaves the catalog a warm
+	// start serves.
+	write()
+	cmd := toolgateCmd(t, dataDir, "serve", "--config", cfg)
+	cmd.Stderr = testLog(t, "toolgate (first run): ")
+	ctx, cs := connectStdio(t, cmd, 2*time.Minute)
+	if res := executeTool(t, ctx, cs, "fake__echo", map[string]any{"text": "hi"}); res.IsError {
+		t.Fatalf("execute_tool fake__echo: %s", resultText(res))
+	}
+	cs.Close()
+	// The server now describes echo otherwise, and is slow to start: the
+	// call comes before it has connected.
+	write(backendtest.EnvEchoDescription+"=Echo the given text back. Changed since it was pinned.", backendtest.EnvStartDelay+"=1s")
+	cmd = toolgateCmd(t, dataDir, "serve", "--config", cfg)
+	cmd.Stderr = testLog(t, "toolgate: ")
+	ctx, cs = connectStdio(t, cmd, 2*time.Minute)
+	res := executeTool(t, ctx, cs, "fake__echo", map[string]any{"text": "hi"})
+	if !res.IsError || !strings.Contains(resultText(res), "fake__echo is quarantined: its definition changed since it was first seen or approved") {
+		t.Errorf("execute_tool fake__echo, changed at the connection the call waited for: isError=%v %s", res.IsError, resultText(res))
+	}
+}
+
 func TestWarmStartKeepsToolsOfDownBackend(t *testing.T) {
 	dataDir := t.TempDir()
 	good := bundledConfig(t, nil)

@@ -210,6 +210,7 @@ type run struct {
 	cancel   context.CancelCauseFunc
 	done     chan struct{}  // closed when the session has ended
 	changed  chan struct{}  // list_changed signals (capacity 1)
+	listed   chan struct{}  // closed once its first listing went to OnToolsChanged (see admitted)
 	wg       sync.WaitGroup // watcher and re-lister
 	upAt     time.Time
 	protocol string
@@ -556,6 +557,13 @@ func (b *backend) connect(ctx context.Context) {
 	if said != saidBefore && b.p.opts.OnDescribed != nil {
 		b.p.opts.OnDescribed(b.cfg.Name, said)
 	}
+	if said != saidBefore && said != "" && saidBefore != "" && strings.TrimSpace(b.cfg.Description) == "" {
+		// Tool definitions are pinned, and held when they change; this
+		// text, which every client's model reads, is not: the operator
+		// is told.
+		b.log.Warn("what the server says of itself differs from its last handshake: search_tools' description, which every client's model reads, quotes it, and it is not pinned for review as tool definitions are (give the server a \"description\" in the config to fix what search_tools says of it)",
+			"was", saidBefore, "now", said) // both passed the scan, control characters included
+	}
 	if len(flagged) > 0 {
 		why := make([]string, len(flagged))
 		for i, f := range flagged {
@@ -582,6 +590,7 @@ func (b *backend) connect(ctx context.Context) {
 	b.notifyMu.Lock()
 	b.notify(tools)
 	b.notifyMu.Unlock()
+	close(r.listed)
 	r.wg.Add(1)
 	go b.relist(r)
 }
@@ -621,7 +630,7 @@ func (b *backend) known(t *mcp.Tool) {
 // dial starts the backend, completes the MCP handshake and lists its tools,
 // all within the connect timeout. On failure everything it started is stopped.
 func (b *backend) dial(startCtx context.Context) (*run, []*mcp.Tool, error) {
-	r := &run{done: make(chan struct{}), changed: make(chan struct{}, 1), loginLost: make(chan struct{}), stash: newListStash(b.known)}
+	r := &run{done: make(chan struct{}), changed: make(chan struct{}, 1), listed: make(chan struct{}), loginLost: make(chan struct{}), stash: newListStash(b.known)}
 	r.calls.mask = b.logMask
 	// The session context lives as long as the session (legacy SSE streams
 	// die with the context given to Connect); the connect timeout and a
@@ -1233,11 +1242,14 @@ func (b *backend) awaitState(ctx context.Context) bool {
 
 func (b *backend) call(ctx context.Context, tool string, args map[string]any) (*mcp.CallToolResult, error) {
 	name := b.cfg.Name
-	r, err := b.acquire(ctx)
+	r, waited, err := b.acquire(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer b.release()
+	if err := admitted(ctx, r, waited); err != nil {
+		return nil, err
+	}
 	if args == nil {
 		args = map[string]any{}
 	}
@@ -1500,13 +1512,15 @@ func closedIdle(err error) bool {
 }
 
 // acquire returns the live run for a call (starting a lazy backend first)
-// and counts the call as in flight; release must follow.
-func (b *backend) acquire(ctx context.Context) (*run, error) {
+// and counts the call as in flight; release must follow. waited says
+// there was no run when the call came: it waited for this one.
+func (b *backend) acquire(ctx context.Context) (_ *run, waited bool, err error) {
 	if b.ctx.Err() != nil {
-		return nil, b.gone()
+		return nil, false, b.gone()
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	waited = b.run == nil
 	// A connection being made (the first one after a warm start, a
 	// restart, or a lazy backend's start) is waited for, not failed.
 	if b.run == nil && (b.state == StateConnecting || b.lazy && b.startable()) {
@@ -1527,22 +1541,22 @@ func (b *backend) acquire(ctx context.Context) (*run, error) {
 			case <-ch:
 			case <-ctx.Done():
 				b.mu.Lock()
-				return nil, fmt.Errorf("start %q: %w", b.cfg.Name, context.Cause(ctx))
+				return nil, false, fmt.Errorf("start %q: %w", b.cfg.Name, context.Cause(ctx))
 			case <-b.ctx.Done():
 				b.mu.Lock()
-				return nil, b.gone()
+				return nil, false, b.gone()
 			}
 			b.mu.Lock()
 		}
 	}
 	switch {
 	case b.run == nil && b.ctx.Err() != nil:
-		return nil, b.gone() // removed, replaced, or the pool closed as it connected
+		return nil, false, b.gone() // removed, replaced, or the pool closed as it connected
 	case b.run == nil && errors.As(b.err, new(abortedError)):
 		// The start's context cancelled as it connected: serve stopping
 		// (a SIGTERM, a closed stdin) before its pool closes. Not "it is
 		// down: … connect aborted: context canceled".
-		return nil, &UnavailableError{Server: b.cfg.Name, Err: own("the gateway is stopping", nil)}
+		return nil, false, &UnavailableError{Server: b.cfg.Name, Err: own("the gateway is stopping", nil)}
 	}
 	if b.run == nil {
 		var err error = own(fmt.Sprintf("it is %s", b.state), nil)
@@ -1553,11 +1567,11 @@ func (b *backend) acquire(ctx context.Context) (*run, error) {
 		case b.err != nil:
 			err = &OwnWords{Before: fmt.Sprintf("it is %s: ", b.state), Said: b.err}
 		}
-		return nil, &UnavailableError{Server: b.cfg.Name, Err: err}
+		return nil, false, &UnavailableError{Server: b.cfg.Name, Err: err}
 	}
 	b.inFlight++
 	b.lastUse = time.Now()
-	return b.run, nil
+	return b.run, waited, nil
 }
 
 func (b *backend) release() {

@@ -3,6 +3,7 @@ package backend
 import (
 	"context"
 	"maps"
+	"strings"
 	"sync"
 	"testing"
 
@@ -102,7 +103,8 @@ func TestDescribedBefore(t *testing.T) {
 	var mu sync.Mutex
 	told := map[string]string{}
 	release := make(chan struct{})
-	o := testOptions(nil)
+	logs := &testenv.LogBuffer{}
+	o := testOptions(logs)
 	o.Described = func(server string) string { return before[server] }
 	o.OnDescribed = func(server, said string) {
 		mu.Lock()
@@ -135,5 +137,16 @@ func TestDescribedBefore(t *testing.T) {
 	defer mu.Unlock()
 	if want := map[string]string{"changed": backendtest.Title, "poisoned": backendtest.Title}; !maps.Equal(told, want) {
 		t.Errorf("OnDescribed told %v, want %v (what changed since the run before)", told, want)
+	}
+	// A self-description is not pinned as tool definitions are: the
+	// operator is told that it changed, and what it was and is.
+	var warned []string
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(line, "says of itself differs from its last handshake") {
+			warned = append(warned, line)
+		}
+	}
+	if len(warned) != 1 || !strings.Contains(warned[0], "server=changed") || !strings.Contains(warned[0], `was="what it said last time"`) || !strings.Contains(warned[0], `now="`+backendtest.Title+`"`) {
+		t.Errorf("the warnings of a changed self-description: %q, want one for changed, with what it was and is", warned)
 	}
 }

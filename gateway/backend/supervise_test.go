@@ -521,7 +521,7 @@ func TestLazyCallServedByTheAttemptItWaited(t *testing.T) {
 	b.mu.Unlock()
 	got := make(chan error, 1)
 	go func() {
-		r, err := b.acquire(context.Background())
+		r, _, err := b.acquire(context.Background())
 		if err == nil && r == nil {
 			err = errors.New("no run")
 		}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"html"
+	"net/url"
 	"regexp"
 	"slices"
 	"strconv"
@@ -16,6 +17,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/mtibben/confusables"
 	"golang.org/x/text/unicode/norm"
+	"golang.org/x/text/unicode/runenames"
 
 	"github.com/toolgate/toolgate/index/catalog"
 )
@@ -151,7 +153,7 @@ var (
 	// Tags that address the model, not the person reading: the strong
 	// names anywhere, the weak ones (also used as placeholders, as in
 	// "--model <model>") only as a closing tag, which no placeholder has.
-	hiddenTagRE = regexp.MustCompile(`(?i)<\s*/?\s*(important|instructions?|system|hidden|critical)(\s[^<>]{0,40})?>|<\s*/\s*(secret|admin|assistant|ai|model|prompt|note|context)\s*>|\[/?INST\]|<<\s*/?SYS\s*>>|<\|(im_start|im_end|system|user|assistant|endoftext)\|>`)
+	hiddenTagRE = regexp.MustCompile(`(?i)<\s*/?\s*(important|instructions?|system|hidden|critical)(\s[^<>]{0,40})?>|<\s*/\s*(secret|admin|assistant|ai|model|prompt|note|context)\s*>|\[/?INST\]|<<\s*/?SYS\s*>>|<\|[a-z_\x{2581}]{2,40}\|>|<(start|end)_of_turn>`)
 	concealRE   = []*regexp.Regexp{
 		regexp.MustCompile(`(?i)\b(do\s+not|don'?t|never|must\s+not|should\s+not|without)\s+(tell|mention|inform|reveal|show|notify|notifying|alert|disclos(e|es|ing)|let(s|ting)?)(ing|s)?\b[^.!?\n]{0,80}\b(the\s+)?(user|human|operator)s?\b`),
 		regexp.MustCompile(`(?i)\b(hide|conceal|keep)\b[^.!?\n]{0,40}\bfrom\s+(the\s+)?(user|human|operator)s?\b`),
@@ -570,10 +572,20 @@ func (sc *scanner) text(t string) {
 		// HTML character references (&lt;, &#73;), which a rendered
 		// page shows as the characters they stand for.
 		if u := html.UnescapeString(t); u != t {
-			if !isASCII(u) {
-				u = fold(u)
-			}
-			sc.phrases(u, hintAll, "as HTML reads: ", sc.found(n)...)
+			sc.phrases(foldIf(u), hintAll, "as HTML reads: ", sc.found(n)...)
+		}
+	}
+	if strings.Contains(t, `\`) {
+		// Escapes of JSON, JavaScript, Go, Python (\u003c, \x3c), which a
+		// model reads as the characters.
+		if u := replaceRuns(t, codeEscapeRE, unescapeCode); u != t {
+			sc.phrases(foldIf(u), hintAll, "as escapes read: ", sc.found(n)...)
+		}
+	}
+	if strings.Contains(t, "%") {
+		// Percent-encoding (%3C, %20), as a URL's query carries text.
+		if u := replaceRuns(t, percentRE, unescapePercent); u != t {
+			sc.phrases(foldIf(u), hintAll, "URL-decoded: ", sc.found(n)...)
 		}
 	}
 	if b64 || sc.exhaustive {
@@ -583,6 +595,48 @@ func (sc *scanner) text(t string) {
 			}
 		}
 	}
+}
+
+var (
+	// An escape of one character in a programming language's string.
+	codeEscapeRE = regexp.MustCompile(`\\(u[0-9A-Fa-f]{4}|U[0-9A-Fa-f]{8}|x[0-9A-Fa-f]{2})`)
+	// A run of percent-encoded bytes.
+	percentRE = regexp.MustCompile(`(%[0-9A-Fa-f]{2})+`)
+)
+
+// replaceRuns is t with each match of re replaced by what decode makes of
+// it, or left as it is where decode fails.
+func replaceRuns(t string, re *regexp.Regexp, decode func(string) (string, bool)) string {
+	return re.ReplaceAllStringFunc(t, func(run string) string {
+		if d, ok := decode(run); ok {
+			return d
+		}
+		return run
+	})
+}
+
+// unescapeCode is the character one escape (\u003c) stands for.
+func unescapeCode(esc string) (string, bool) {
+	r, _, tail, err := strconv.UnquoteChar(esc, '"')
+	if err != nil || tail != "" {
+		return "", false
+	}
+	return string(r), true
+}
+
+// unescapePercent is the text a run of percent-encoded bytes stands for,
+// when it is UTF-8.
+func unescapePercent(run string) (string, bool) {
+	d, err := url.PathUnescape(run)
+	return d, err == nil && utf8.ValidString(d)
+}
+
+// foldIf is u folded (fold) when it is not all ASCII.
+func foldIf(u string) string {
+	if isASCII(u) {
+		return u
+	}
+	return fold(u)
 }
 
 // found lists the rules of the findings from the n-th on.
@@ -642,10 +696,11 @@ func (sc *scanner) phrases(t string, m hintMask, label string, skip ...string) {
 }
 
 // fold is t with each character that stands for ASCII written as that
-// ASCII: its compatibility form (NFKC: fullwidth Ｉ, ＜, ligatures) or its
-// UTS #39 skeleton (Cyrillic о, Greek ο, typographic quotes), when that is
-// ASCII; the invisible and reordering characters chars flags dropped, as
-// a model reads past them.
+// ASCII: its compatibility form without its accents (NFKD: fullwidth Ｉ,
+// ＜, ligatures, Í), its UTS #39 skeleton (Cyrillic о, Greek ο,
+// typographic quotes) or the letter it is a small capital of (ᴅ), when
+// that is ASCII; the invisible and reordering characters chars flags, and
+// combining marks, dropped, as a model reads past them.
 func fold(t string) string {
 	var b strings.Builder
 	for _, r := range t {
@@ -653,18 +708,57 @@ func fold(t string) string {
 		case r < utf8.RuneSelf:
 			b.WriteRune(r)
 		case isTag(r) || r == 0x200D || isBidi(r) || isInvisible(r) || isSelector(r):
+		case unicode.In(r, unicode.Mn, unicode.Me):
+			// A combining mark (an accent, a stroke through the letter):
+			// a model reads the letter under it.
 		default:
-			c := string(r)
-			if k := norm.NFKC.String(c); isASCII(k) {
-				b.WriteString(k)
+			// Its compatibility decomposition without its marks (NFKD:
+			// fullwidth Ｉ, ligatures, accented Í), else the UTS #39
+			// skeleton of that (Cyrillic о, ӧ), else the letter a Latin
+			// small capital is (ᴅ).
+			c := unmarked(norm.NFKD.String(string(r)))
+			if isASCII(c) {
+				b.WriteString(c)
 			} else if k := confusables.Skeleton(strings.ToLower(c)); isASCII(k) {
 				b.WriteString(k)
+			} else if k := smallCapital(r); k != 0 {
+				b.WriteByte(k)
 			} else {
-				b.WriteString(c)
+				b.WriteRune(r)
 			}
 		}
 	}
 	return b.String()
+}
+
+// unmarked is s without its combining marks.
+func unmarked(s string) string {
+	if !strings.ContainsFunc(s, func(r rune) bool { return unicode.In(r, unicode.Mn, unicode.Me) }) {
+		return s
+	}
+	return strings.Map(func(r rune) rune {
+		if unicode.In(r, unicode.Mn, unicode.Me) {
+			return -1
+		}
+		return r
+	}, s)
+}
+
+// smallCapitalName leads the Unicode name of each Latin small capital
+// ("LATIN LETTER SMALL CAPITAL N", ɴ), a letter that UTS #39's skeletons
+// map to the ASCII one it looks like only in part (ᴏ and ᴜ, not ᴅ or ɴ).
+const smallCapitalName = "LATIN LETTER SMALL CAPITAL "
+
+// smallCapital is the lowercase ASCII letter r is a small capital of, or 0.
+func smallCapital(r rune) byte {
+	if !unicode.Is(unicode.Latin, r) {
+		return 0
+	}
+	name, ok := strings.CutPrefix(runenames.Name(r), smallCapitalName)
+	if !ok || len(name) != 1 || name[0] < 'A' || name[0] > 'Z' {
+		return 0
+	}
+	return name[0] + 'a' - 'A'
 }
 
 func isASCII(s string) bool {

@@ -85,6 +85,9 @@ const (
 	// EnvMode's: a server that behaves otherwise at its first start.
 	EnvFirstMark  = "TOOLGATE_TEST_FIRST_MARK"
 	EnvFirstModes = "TOOLGATE_TEST_FIRST_MODES"
+	// EnvEchoDescription replaces the description of tool "echo": a
+	// server whose definition changed since the gateway pinned it.
+	EnvEchoDescription = "TOOLGATE_TEST_ECHO_DESCRIPTION"
 )
 
 // Modes. "normal" (or "") gives the tools echo, add and sleep; every other mode
@@ -778,7 +781,11 @@ func NewServer(modes Modes) *mcp.Server {
 		title = PoisonedTitle
 	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "toolgate-fake", Title: title, Version: "0.0.1"}, opts)
-	mcp.AddTool(srv, &mcp.Tool{Name: "echo", Description: "Echo the given text back."},
+	echo := "Echo the given text back."
+	if d := os.Getenv(EnvEchoDescription); d != "" {
+		echo = d
+	}
+	mcp.AddTool(srv, &mcp.Tool{Name: "echo", Description: echo},
 		func(_ context.Context, _ *mcp.CallToolRequest, a EchoArgs) (*mcp.CallToolResult, any, error) {
 			return text(a.Text), nil, nil
 		})

@@ -82,7 +82,10 @@ change at once.`,
 }
 
 // learnDir is where the learned pairs live in the data folder.
-func learnDir(g *globals) string { return filepath.Join(g.DataDir(), "learn") }
+func learnDir(g *globals) string { return learnDirIn(g.DataDir()) }
+
+// learnDirIn is the learned pairs' folder in the data folder dataDir.
+func learnDirIn(dataDir string) string { return filepath.Join(dataDir, "learn") }
 
 // openLearning returns the learned pairs serve ranks with and records to,
 // or nil when toolgate.learn turns learning off. A store that cannot be

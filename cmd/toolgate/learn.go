@@ -1160,11 +1160,17 @@ func learnHolder(ctx context.Context, g *globals, busy error) (*localGateway, er
 			}
 		}
 	}
-	who := "another toolgate process"
+	who, cmd := "another toolgate process", ""
 	if pid != "" {
 		who += " (pid " + pid + ")"
 	}
-	return nil, fmt.Errorf("%w\nfix: %s holds it and is not a gateway that takes requests on its status socket (a toolgate index, eval or learn, or a gateway older than this command): let it end, or stop it, and run this again", busy, who)
+	if n, err := strconv.Atoi(pid); err == nil {
+		if line := processCommandLine(n); line != "" {
+			// An older gateway's names its --http address.
+			cmd = "\n(pid " + pid + ": " + line + ")"
+		}
+	}
+	return nil, fmt.Errorf("%w\nfix: %s holds it and is not a gateway that takes requests on its status socket (a toolgate index, eval or learn, or a gateway older than this command): let it end, or stop it, and run this again%s", busy, who, cmd)
 }
 
 // askLearn sends req to the gateway holder through its status socket

@@ -600,6 +600,10 @@ func littleEndian() bool {
 	return *(*byte)(unsafe.Pointer(&x)) == 1
 }
 
+// ErrNoIndex is Open's error for an index folder with no index in it (no
+// manifest): nothing was built there yet.
+var ErrNoIndex = errors.New("no index")
+
 // RebuildFix is how an index that does not open is made again: by a
 // command that runs as written (`toolgate index` alone asks for --config or
 // --tools), or by the gateway's next start, which rebuilds it.
@@ -616,7 +620,7 @@ func Open(dir string, opts *Options) (*Index, error) {
 	for attempt := 0; attempt < 5; attempt++ {
 		m, err := readManifest(ixDir)
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("no index in %s: build one with `toolgate index --tools FILE.jsonl` or `toolgate index --config FILE`", dir)
+			return nil, fmt.Errorf("%w in %s: build one with `toolgate index --tools FILE.jsonl` or `toolgate index --config FILE`", ErrNoIndex, dir)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s", err, RebuildFix)

@@ -298,6 +298,30 @@ func TestSearchIndexOfOlderVersion(t *testing.T) {
 	}
 }
 
+// TestNamesNotCheckedOnOlderIndex: `learn --queries` and `keys create
+// --allow` on a data folder whose index an older toolgate wrote (after an
+// upgrade, before the gateway's first start) say why the names were not
+// checked: it said the data folder had no index yet.
+func TestNamesNotCheckedOnOlderIndex(t *testing.T) {
+	data := t.TempDir()
+	g := &globals{dataDir: data}
+	runIndexJSON(t, g, writeToolsFile(t, t.TempDir(), 5, ""))
+	if err := indextest.SetSnapshotHeader(index.Dir(data), "TGC2"); err != nil {
+		t.Fatal(err)
+	}
+	queries := filepath.Join(t.TempDir(), "q.jsonl")
+	if err := os.WriteFile(queries, []byte(`{"query": "list files", "relevant": ["fs__list_files_2"]}`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"learn", "--queries", queries}, {"keys", "create", "--name", "k", "--allow", "fs__*"}} {
+		_, stderr, err := runToolgate(t, data, args...)
+		want := "were not checked: open index in " + index.Dir(data) + `: catalog snapshot of another toolgate version: "TGC2" is an older toolgate's`
+		if err != nil || !strings.Contains(stderr, want) || strings.Contains(stderr, "no index yet") {
+			t.Errorf("%s on an older toolgate's index: %v\n%s\nwant %q", args[0], err, stderr, want)
+		}
+	}
+}
+
 // TestSearchJSONShowsOutputSchema: a tools file's output schema (MCP's
 // "outputSchema", as the jq recipe that makes a tools file of a
 // tools/list result keeps it) is indexed, and `toolgate search --json`

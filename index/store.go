@@ -607,7 +607,7 @@ var ErrNoIndex = errors.New("no index")
 // RebuildFix is how an index that does not open is made again: by a
 // command that runs as written (`toolgate index` alone asks for --config or
 // --tools), or by the gateway's next start, which rebuilds it.
-const RebuildFix = "rebuild it with `toolgate index --config FILE` (or `--tools FILE.jsonl`), or start the gateway, which rebuilds it"
+const RebuildFix = "rebuild it with `toolgate index --config FILE` or `toolgate index --tools FILE.jsonl`, or start the gateway, which rebuilds it"
 
 // Open opens the current generation of the index in the index folder dir as
 // it is, without comparing it to any catalog or model: `toolgate search` and

@@ -113,7 +113,7 @@ func (ix *Index) keywordReader() (*keywordReader, error) {
 		kr := &keywordReader{}
 		ix.kr = kr
 		if len(ix.kwLen) == 0 && len(ix.tools) > 0 {
-			kr.err = fmt.Errorf("index has no keyword field lengths: rebuild it with `toolgate index`")
+			kr.err = fmt.Errorf("index has no keyword field lengths: %s", RebuildFix)
 			return
 		}
 		for i, f := range keywordFields {

@@ -600,6 +600,15 @@ func littleEndian() bool {
 	return *(*byte)(unsafe.Pointer(&x)) == 1
 }
 
+// ErrNoIndex is Open's error for an index folder with no index in it (no
+// manifest): nothing was built there yet.
+var ErrNoIndex = errors.New("no index")
+
+// RebuildFix is how an index that does not open is made again: by a
+// command that runs as written (`toolgate index` alone asks for --config or
+// --tools), or by the gateway's next start, which rebuilds it.
+const RebuildFix = "rebuild it with `toolgate index --config FILE` or `toolgate index --tools FILE.jsonl`, or start the gateway, which rebuilds it"
+
 // Open opens the current generation of the index in the index folder dir as
 // it is, without comparing it to any catalog or model: `toolgate search` and
 // a warm-starting gateway use it before any backend is connected.
@@ -611,14 +620,14 @@ func Open(dir string, opts *Options) (*Index, error) {
 	for attempt := 0; attempt < 5; attempt++ {
 		m, err := readManifest(ixDir)
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("no index in %s: build one with `toolgate index --tools FILE.jsonl` or `toolgate index --config FILE`", dir)
+			return nil, fmt.Errorf("%w in %s: build one with `toolgate index --tools FILE.jsonl` or `toolgate index --config FILE`", ErrNoIndex, dir)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%w: rebuild it with `toolgate index`", err)
+			return nil, fmt.Errorf("%w: %s", err, RebuildFix)
 		}
 		other := m.Format != FormatVersion || m.Analyzer != signatureOf(m)
 		if other && (opts == nil || !opts.AnyFormat) {
-			return nil, fmt.Errorf("index in %s has format %d (analyzer %q), this toolgate reads format %d: rebuild it with `toolgate index`", dir, m.Format, m.Analyzer, FormatVersion)
+			return nil, fmt.Errorf("index in %s has format %d (analyzer %q), this toolgate reads format %d: %s", dir, m.Format, m.Analyzer, FormatVersion, RebuildFix)
 		}
 		ix, err := openGen(ixDir, m)
 		if err == nil {
@@ -637,7 +646,7 @@ func Open(dir string, opts *Options) (*Index, error) {
 			break // the generation is still current but damaged: retrying will not help
 		}
 	}
-	return nil, fmt.Errorf("open index in %s: %w (rebuild it with `toolgate index`)", dir, lastErr)
+	return nil, fmt.Errorf("open index in %s: %w (%s)", dir, lastErr, RebuildFix)
 }
 
 // OpenFor is Open for the gateway of a config (Options.Config) that

@@ -137,7 +137,7 @@ func runHealth(ctx context.Context, w io.Writer, f healthFlags) error {
 			file, also := "FILE", ""
 			if fellBack {
 				file, also = f.config, noneLocal
-				if whyUnlisted(localDir) == "" {
+				if noneAtAll(localDir) {
 					also += " either"
 				}
 			}

@@ -184,7 +184,8 @@ func runKeysCreate(g *globals, w, errw io.Writer, f keysCreateFlags, now time.Ti
 		if log == nil {
 			log = slog.New(slog.DiscardHandler)
 		}
-		warnUnmatchedGlobs(errw, indexedTools(g, log, cfg), e.Allow, e.Deny, g.DataDir())
+		known, unread := indexedTools(g, log, cfg)
+		warnUnmatchedGlobs(errw, known, unread, e.Allow, e.Deny, g.DataDir())
 	}
 	if f.printHash {
 		fmt.Fprintf(w, "# The toolgate.keysFile line of key %q (nothing was stored in the data folder):\n", e.Name)
@@ -203,13 +204,14 @@ func runKeysCreate(g *globals, w, errw io.Writer, f keysCreateFlags, now time.Ti
 }
 
 // warnUnmatchedGlobs says which of a new key's --allow and --deny globs
-// match no tool of the index (known; nil: none to read), with the servers
+// match no tool of the index (known; nil: none to read, unread: why when
+// there is one), with the servers
 // (as "server__*") and tools it could have meant: a misspelt --deny
 // leaves every tool allowed, a misspelt --allow lets none through. The
 // key is created all the same (its tools may not be indexed yet).
-func warnUnmatchedGlobs(w io.Writer, known map[string]catalog.Tool, allow, deny []string, dataDir string) {
+func warnUnmatchedGlobs(w io.Writer, known map[string]catalog.Tool, unread error, allow, deny []string, dataDir string) {
 	if known == nil {
-		notChecked(w, "the --allow and --deny globs", dataDir)
+		notChecked(w, "the --allow and --deny globs", dataDir, unread)
 		return
 	}
 	servers := map[string]bool{}

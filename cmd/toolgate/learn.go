@@ -25,6 +25,7 @@ import (
 	"github.com/toolgate/toolgate/gateway"
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/gateway/local"
+	"github.com/toolgate/toolgate/index"
 	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/internal/datafile"
 	"github.com/toolgate/toolgate/internal/oneline"
@@ -82,7 +83,10 @@ change at once.`,
 }
 
 // learnDir is where the learned pairs live in the data folder.
-func learnDir(g *globals) string { return filepath.Join(g.DataDir(), "learn") }
+func learnDir(g *globals) string { return learnDirIn(g.DataDir()) }
+
+// learnDirIn is the learned pairs' folder in the data folder dataDir.
+func learnDirIn(dataDir string) string { return filepath.Join(dataDir, "learn") }
 
 // openLearning returns the learned pairs serve ranks with and records to,
 // or nil when toolgate.learn turns learning off. A store that cannot be
@@ -939,14 +943,15 @@ func runLearn(ctx context.Context, g *globals, f *learnFlags, out, errw io.Write
 	// The index tells the names apart only when some are given: a look at
 	// the pairs, or a reset of them all, need not open it.
 	var known map[string]catalog.Tool
+	var unread error // an index there that does not open
 	if len(req.Pairs) > 0 || req.Server != "" {
-		known = indexedTools(g, log, cfg)
+		known, unread = indexedTools(g, log, cfg)
 	}
 	if len(req.Pairs) > 0 {
 		if err := bareNames(qs, known); err != nil {
 			return usageError{err}
 		}
-		warnUnknownTools(errw, known, req.Pairs, g.DataDir())
+		warnUnknownTools(errw, known, unread, req.Pairs, g.DataDir())
 	}
 	if req.Server != "" && (known != nil || cfg != nil) {
 		// As the management tools read a server's name: "Memory" is memory.
@@ -1003,19 +1008,24 @@ func runLearn(ctx context.Context, g *globals, f *learnFlags, out, errw io.Write
 }
 
 // indexedTools are the tools of the data folder's index, by ID (nil when
-// there is no index to read): with cfg, the one its gateway starts from
-// (openIndexFor: another config's may be the current one).
-func indexedTools(g *globals, log *slog.Logger, cfg *config.File) map[string]catalog.Tool {
+// there is no index to read, with the error of one that does not open:
+// an older toolgate's after an upgrade, a damaged one): with cfg, the one
+// its gateway starts from (openIndexFor: another config's may be the
+// current one).
+func indexedTools(g *globals, log *slog.Logger, cfg *config.File) (map[string]catalog.Tool, error) {
 	ix, err := openIndexFor(g, log, cfg)
+	if errors.Is(err, index.ErrNoIndex) {
+		return nil, nil
+	}
 	if err != nil {
-		return nil
+		return nil, err
 	}
 	defer ix.Close()
 	out := make(map[string]catalog.Tool, len(ix.Tools()))
 	for _, t := range ix.Tools() {
 		out[t.ID()] = t
 	}
-	return out
+	return out, nil
 }
 
 // indexedServers are the servers of known's tools (indexedTools), sorted.
@@ -1031,11 +1041,11 @@ func indexedServers(known map[string]catalog.Tool) []string {
 }
 
 // warnUnknownTools says which tools of pairs the index (known; nil: none
-// to read) does not have, each with the ID it likely meant: a misspelt ID
-// is recorded and ranks nothing.
-func warnUnknownTools(w io.Writer, known map[string]catalog.Tool, pairs []learnedOne, dataDir string) {
+// to read, unread: why when there is one) does not have, each with the ID
+// it likely meant: a misspelt ID is recorded and ranks nothing.
+func warnUnknownTools(w io.Writer, known map[string]catalog.Tool, unread error, pairs []learnedOne, dataDir string) {
 	if known == nil {
-		notChecked(w, "the tool names", dataDir)
+		notChecked(w, "the tool names", dataDir, unread)
 		return
 	}
 	var unknown []string
@@ -1097,8 +1107,13 @@ func sortedTools(known map[string]catalog.Tool) []catalog.Tool {
 }
 
 // notChecked says that what (names of tools, globs over them) was not
-// checked against the index: the data folder has none.
-func notChecked(w io.Writer, what, dataDir string) {
+// checked against the index: the data folder has none, or one that does
+// not open (unread): an older toolgate's, which it said was none.
+func notChecked(w io.Writer, what, dataDir string, unread error) {
+	if unread != nil {
+		fmt.Fprintf(w, "note: %s were not checked: %v\n", what, unread)
+		return
+	}
 	fmt.Fprintf(w, "note: %s were not checked: the data folder %s has no index yet (toolgate index or serve builds one)\n", what, dataDir)
 }
 
@@ -1157,11 +1172,17 @@ func learnHolder(ctx context.Context, g *globals, busy error) (*localGateway, er
 			}
 		}
 	}
-	who := "another toolgate process"
+	who, cmd := "another toolgate process", ""
 	if pid != "" {
 		who += " (pid " + pid + ")"
 	}
-	return nil, fmt.Errorf("%w\nfix: %s holds it and is not a gateway that takes requests on its status socket (a toolgate index, eval or learn, or a gateway older than this command): let it end, or stop it, and run this again", busy, who)
+	if n, err := strconv.Atoi(pid); err == nil {
+		if line := processCommandLine(n); line != "" {
+			// An older gateway's names its --http address.
+			cmd = "\n(pid " + pid + ": " + line + ")"
+		}
+	}
+	return nil, fmt.Errorf("%w\nfix: %s holds it and is not a gateway that takes requests on its status socket (a toolgate index, eval or learn, or a gateway older than this command): let it end, or stop it, and run this again%s", busy, who, cmd)
 }
 
 // askLearn sends req to the gateway holder through its status socket

@@ -179,7 +179,7 @@ func runSearch(ctx context.Context, g *globals, f *searchFlags, q string, stdout
 	}
 	if other := ix.OtherFormat(); other != 0 {
 		// It refused such an index until a gateway had rebuilt it.
-		fmt.Fprintf(stderr, "toolgate: note: the index in %s is of format %d, this toolgate's is %d (written by an older or newer toolgate): searched as it is; a gateway of this toolgate rebuilds it when it starts, or run toolgate index\n",
+		fmt.Fprintf(stderr, "toolgate: note: the index in %s is of format %d, this toolgate's is %d (written by an older or newer toolgate): searched as it is; a gateway of this toolgate rebuilds it when it starts, as does toolgate index --config FILE\n",
 			index.Dir(g.DataDir()), other, index.FormatVersion)
 	}
 	vis := searchVisibility(g, ix, cfg, f.profile, stderr)

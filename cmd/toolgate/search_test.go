@@ -273,6 +273,55 @@ func TestSearchIndexOfAnotherFormat(t *testing.T) {
 	}
 }
 
+// TestSearchIndexOfOlderVersion: `toolgate search` on an index whose
+// catalog snapshot is an older toolgate's (the first search after an
+// upgrade to format 7, before the gateway has started) says how to
+// rebuild it in a command that runs: it said `rebuild it with toolgate
+// index`, which answered `index needs exactly one of --tools FILE.jsonl
+// or --config FILE`.
+func TestSearchIndexOfOlderVersion(t *testing.T) {
+	data := t.TempDir()
+	g := &globals{dataDir: data}
+	runIndexJSON(t, g, writeToolsFile(t, t.TempDir(), 5, ""))
+	if err := indextest.SetFormat(index.Dir(data), 6); err != nil {
+		t.Fatal(err)
+	}
+	if err := indextest.SetSnapshotHeader(index.Dir(data), "TGC2"); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	err := runSearch(context.Background(), g, &searchFlags{mode: "bm25", limit: 1}, "list files", &out, &errOut)
+	for _, want := range []string{`"TGC2" is an older toolgate's`, "`toolgate index --config FILE`", "start the gateway"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("search of an older toolgate's index: %v\nwant it to say %q", err, want)
+		}
+	}
+}
+
+// TestNamesNotCheckedOnOlderIndex: `learn --queries` and `keys create
+// --allow` on a data folder whose index an older toolgate wrote (after an
+// upgrade, before the gateway's first start) say why the names were not
+// checked: it said the data folder had no index yet.
+func TestNamesNotCheckedOnOlderIndex(t *testing.T) {
+	data := t.TempDir()
+	g := &globals{dataDir: data}
+	runIndexJSON(t, g, writeToolsFile(t, t.TempDir(), 5, ""))
+	if err := indextest.SetSnapshotHeader(index.Dir(data), "TGC2"); err != nil {
+		t.Fatal(err)
+	}
+	queries := filepath.Join(t.TempDir(), "q.jsonl")
+	if err := os.WriteFile(queries, []byte(`{"query": "list files", "relevant": ["fs__list_files_2"]}`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"learn", "--queries", queries}, {"keys", "create", "--name", "k", "--allow", "fs__*"}} {
+		_, stderr, err := runToolgate(t, data, args...)
+		want := "were not checked: open index in " + index.Dir(data) + `: catalog snapshot of another toolgate version: "TGC2" is an older toolgate's`
+		if err != nil || !strings.Contains(stderr, want) || strings.Contains(stderr, "no index yet") {
+			t.Errorf("%s on an older toolgate's index: %v\n%s\nwant %q", args[0], err, stderr, want)
+		}
+	}
+}
+
 // TestSearchJSONShowsOutputSchema: a tools file's output schema (MCP's
 // "outputSchema", as the jq recipe that makes a tools file of a
 // tools/list result keeps it) is indexed, and `toolgate search --json`

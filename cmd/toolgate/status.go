@@ -15,8 +15,10 @@ import (
 	"os"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -189,7 +191,7 @@ func runStatus(ctx context.Context, w io.Writer, f statusFlags) error {
 			return err
 		}
 		noneLocal = noGatewayOn(dataDir)
-		if whyUnlisted(dataDir) == "" {
+		if noneAtAll(dataDir) {
 			noneLocal += " either"
 		}
 	}
@@ -344,7 +346,70 @@ func noGatewayOn(dataDir string) string {
 	if why := whyUnlisted(dataDir); why != "" {
 		return "; " + why
 	}
+	if held := socketless(dataDir); held != "" {
+		return fmt.Sprintf("; no gateway on the data folder %s has a status socket, but %s", dataDir, held)
+	}
 	return fmt.Sprintf("; no gateway runs on the data folder %s", dataDir)
+}
+
+// noneAtAll says that noGatewayOn(dataDir) says no gateway runs there (a
+// sentence that takes an "either").
+func noneAtAll(dataDir string) bool { return whyUnlisted(dataDir) == "" && socketless(dataDir) == "" }
+
+// socketless names the toolgate processes that hold a store of dataDir
+// (the PID in the lock of the learned pairs or of the embedding cache)
+// without a status socket there, with their command lines, or says "".
+// Such a process is a gateway older than the status sockets (2026-12-03),
+// still running beside a newer toolgate or run again at a rollback, which
+// answers only at its own --http address; or an index, eval or learn run.
+// A lock whose process is gone (a crash leaves Badger's behind) is
+// passed over.
+func socketless(dataDir string) string {
+	var pids []int
+	held := map[int][]string{}
+	for _, store := range []struct{ name, dir string }{
+		{"learned pairs", learnDirIn(dataDir)},
+		{"embedding cache", dirs.EmbeddingCache(dataDir)},
+	} {
+		pid, err := strconv.Atoi(lockPID(store.dir))
+		if err != nil || pid <= 0 || pid == os.Getpid() || !processRuns(pid) || len(local.SocketsOf(dataDir, pid)) > 0 {
+			continue
+		}
+		if held[pid] == nil {
+			pids = append(pids, pid)
+		}
+		held[pid] = append(held[pid], store.name)
+	}
+	if len(pids) == 0 {
+		return ""
+	}
+	var each []string
+	for _, pid := range pids {
+		line := fmt.Sprintf("pid %d holds its %s", pid, strings.Join(held[pid], " and "))
+		if cmd := processCommandLine(pid); cmd != "" {
+			line += " (" + cmd + ")"
+		}
+		each = append(each, line)
+	}
+	return strings.Join(each, ", ") + ": a gateway older than the status sockets (2026-12-03), which answers only at its own --http address, " +
+		"or a toolgate index, eval or learn run, which lets them go when it ends"
+}
+
+// processRuns says whether a process of that PID runs (another user's
+// too).
+func processRuns(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+// processCommandLine is the command line of process pid as a shell would take
+// it, control characters escaped, or "" where /proc does not say.
+func processCommandLine(pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil || len(b) == 0 {
+		return ""
+	}
+	return termtext.Escape(shellword.Join(strings.Split(strings.TrimSuffix(string(b), "\x00"), "\x00")...))
 }
 
 // whyUnlisted says why the gateways on dataDir cannot be listed from its

@@ -351,8 +351,12 @@ func changedBy(ctx context.Context) string {
 }
 
 // byStateFile is who disables a server through the state file, written by
-// another process.
-const byStateFile = "`toolgate servers disable` (the data folder's state.json)"
+// another process; enabledByStateFile who enables one so.
+const (
+	byStateFile        = "`toolgate servers disable`" + viaStateFile
+	enabledByStateFile = "`toolgate servers enable`" + viaStateFile
+	viaStateFile       = " (the data folder's state.json)"
+)
 
 // applyDisabled makes disabled the servers disabled: hidden first, then
 // stopped (or started) by the pool; by says who asked (ChangedBy, "" when
@@ -373,6 +377,9 @@ func (l *Loop) applyDisabled(ctx context.Context, disabled []string, by string) 
 		if !slices.Contains(before, s) {
 			l.log.Info("server disabled: its tools are hidden and it is stopped", "server", s, "by", by)
 		}
+	}
+	if by == byStateFile {
+		by = enabledByStateFile // only enables are left to log
 	}
 	for _, s := range before {
 		if !slices.Contains(now, s) {

@@ -631,3 +631,39 @@ func TestStateEditsKeepUnknownFields(t *testing.T) {
 		t.Errorf("state %+v, %v; want c disabled and restarted once", st, err)
 	}
 }
+
+// A server enabled through the state file (`toolgate servers enable` in
+// another process, or an older toolgate's on the same data folder) is
+// logged as enabled by that command: the line named `toolgate servers
+// disable` for an enable.
+func TestStateFileEnableSaysEnable(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "state.json")
+	pool := newFakePool("a", "b")
+	pool.list("a", "apple")
+	pool.list("b", "banana")
+	f := newFixture(t, t.TempDir(), pool, &Options{StatePath: state, Debounce: time.Millisecond}, "a", "b")
+	f.run(t)
+	if err := WriteState(state, State{Disabled: []string{"a"}}); err != nil {
+		t.Fatal(err)
+	}
+	f.wait(t, "a disabled", func(s Stats) bool { return slices.Equal(s.Disabled, []string{"a"}) })
+	if err := WriteState(state, State{}); err != nil {
+		t.Fatal(err)
+	}
+	f.wait(t, "a enabled", func(s Stats) bool { return len(s.Disabled) == 0 })
+	var disabled, enabled string
+	for line := range strings.Lines(f.logs.String()) {
+		switch {
+		case strings.Contains(line, "server disabled:"):
+			disabled = line
+		case strings.Contains(line, "server enabled:"):
+			enabled = line
+		}
+	}
+	if !strings.Contains(disabled, "by=\"`toolgate servers disable` (the data folder's state.json)\"") {
+		t.Errorf("the disable's line: %q", disabled)
+	}
+	if !strings.Contains(enabled, "by=\"`toolgate servers enable` (the data folder's state.json)\"") {
+		t.Errorf("the enable's line: %q", enabled)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"maps"
 	"sync"
 	"sync/atomic"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -87,15 +88,20 @@ const bigStructured = 1 << 20
 // keep is result, a tools/call result as the backend wrote it, as go-sdk
 // is to decode it: a structuredContent of bigStructured bytes or more is
 // kept (apply puts it back) and replaced by {} in what go-sdk decodes; any
-// other is taken as take does.
+// other is taken as take does. It is the one go-sdk reads (the last of
+// its name), and one that is not UTF-8 throughout is go-sdk's to decode,
+// as a smaller one is: each byte that is no character becomes U+FFFD.
+// Kept as written, it reached the client as is, JSON that a strict UTF-8
+// reader (Python's) refuses whole.
 func (e *exactResult) keep(result json.RawMessage) json.RawMessage {
 	if len(result) < bigStructured {
 		e.take(result)
 		return result
 	}
-	sc := gjson.GetBytes(result, "structuredContent")
+	sc := lastMember(result, "structuredContent")
 	end := sc.Index + len(sc.Raw)
-	if !sc.Exists() || len(sc.Raw) < bigStructured || sc.Index <= 0 || end > len(result) || string(result[sc.Index:end]) != sc.Raw {
+	if !sc.Exists() || len(sc.Raw) < bigStructured || sc.Index <= 0 || end > len(result) || string(result[sc.Index:end]) != sc.Raw ||
+		!utf8.ValidString(sc.Raw) {
 		e.take(result)
 		return result
 	}
@@ -106,6 +112,20 @@ func (e *exactResult) keep(result json.RawMessage) json.RawMessage {
 	small = append(small, result[:sc.Index]...)
 	small = append(small, "{}"...)
 	return append(small, result[end:]...)
+}
+
+// lastMember is the value of the last member named name of the JSON
+// object data, as go-sdk's decoder takes a name written twice (gjson's Get
+// finds the first): the kept one was then another than go-sdk's.
+func lastMember(data []byte, name string) gjson.Result {
+	var v gjson.Result
+	gjson.ParseBytes(data).ForEach(func(k, val gjson.Result) bool {
+		if k.Str == name {
+			v = val
+		}
+		return true
+	})
+	return v
 }
 
 // finish marks the call returned (with a result or not).

@@ -72,8 +72,31 @@ func (e *exactResult) take(result json.RawMessage) {
 		return
 	}
 	e.mu.Lock()
-	e.raw = bytes.Clone(r.StructuredContent)
+	e.raw = asUTF8(bytes.Clone(r.StructuredContent))
 	e.mu.Unlock()
+}
+
+// asUTF8 is raw, JSON as a backend wrote it, with each byte that is no
+// part of a UTF-8 character replaced by U+FFFD, as go-sdk's decoding reads
+// it (such bytes can only be inside strings: the JSON was read already);
+// raw itself when it is UTF-8 throughout. Kept as written, such bytes went
+// on to the client: JSON that a strict UTF-8 reader (Python's) refuses
+// whole, where the same result decoded had U+FFFD in their place.
+func asUTF8(raw []byte) []byte {
+	if utf8.Valid(raw) {
+		return raw
+	}
+	out := make([]byte, 0, len(raw)+16)
+	for len(raw) > 0 {
+		r, n := utf8.DecodeRune(raw)
+		if r == utf8.RuneError && n == 1 {
+			out = utf8.AppendRune(out, utf8.RuneError)
+		} else {
+			out = append(out, raw[:n]...)
+		}
+		raw = raw[n:]
+	}
+	return out
 }
 
 // bigStructured is the size of structuredContent (bytes of JSON as the
@@ -89,10 +112,7 @@ const bigStructured = 1 << 20
 // is to decode it: a structuredContent of bigStructured bytes or more is
 // kept (apply puts it back) and replaced by {} in what go-sdk decodes; any
 // other is taken as take does. It is the one go-sdk reads (the last of
-// its name), and one that is not UTF-8 throughout is go-sdk's to decode,
-// as a smaller one is: each byte that is no character becomes U+FFFD.
-// Kept as written, it reached the client as is, JSON that a strict UTF-8
-// reader (Python's) refuses whole.
+// its name), its bytes that are no UTF-8 read as go-sdk reads them (asUTF8).
 func (e *exactResult) keep(result json.RawMessage) json.RawMessage {
 	if len(result) < bigStructured {
 		e.take(result)
@@ -100,13 +120,12 @@ func (e *exactResult) keep(result json.RawMessage) json.RawMessage {
 	}
 	sc := lastMember(result, "structuredContent")
 	end := sc.Index + len(sc.Raw)
-	if !sc.Exists() || len(sc.Raw) < bigStructured || sc.Index <= 0 || end > len(result) || string(result[sc.Index:end]) != sc.Raw ||
-		!utf8.ValidString(sc.Raw) {
+	if !sc.Exists() || len(sc.Raw) < bigStructured || sc.Index <= 0 || end > len(result) || string(result[sc.Index:end]) != sc.Raw {
 		e.take(result)
 		return result
 	}
 	e.mu.Lock()
-	e.raw = result[sc.Index:end:end] // not a copy: result is not read again
+	e.raw = asUTF8(result[sc.Index:end:end]) // not a copy: result is not read again
 	e.mu.Unlock()
 	small := make(json.RawMessage, 0, len(result)-len(sc.Raw)+2)
 	small = append(small, result[:sc.Index]...)

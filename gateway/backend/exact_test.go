@@ -133,12 +133,12 @@ func TestBigStructuredKept(t *testing.T) {
 	}
 }
 
-// TestBigStructuredAsGoSDKReadsIt: a big structuredContent kept as
-// written is the one go-sdk reads, the last of a name written twice (the
-// first was kept: the client got another value than a smaller result's
-// reading gives), and one with a byte that is no UTF-8 is decoded as a
-// smaller one is, each such byte a U+FFFD (kept, it went to the client as
-// is: JSON that Python's strict UTF-8 reading refuses whole).
+// TestBigStructuredAsGoSDKReadsIt: a structuredContent kept as written (a
+// big one, one with long numbers) is the one go-sdk reads, the last of a
+// name written twice (the first was kept: the client got another value
+// than a smaller result's reading gives), and a byte in it that is no
+// UTF-8 is read as go-sdk reads it, a U+FFFD (kept, it went to the client
+// as is: JSON that Python's strict UTF-8 reading refuses whole).
 func TestBigStructuredAsGoSDKReadsIt(t *testing.T) {
 	pad := strings.Repeat("x", bigStructured)
 	for name, tc := range map[string]struct {
@@ -147,7 +147,8 @@ func TestBigStructuredAsGoSDKReadsIt(t *testing.T) {
 	}{
 		"twice, big first":   {`{"content": [], "structuredContent": {"pad": "` + pad + `"}, "structuredContent": {"small": 1}}`, false},
 		"twice, big last":    {`{"content": [], "structuredContent": {"small": 1}, "structuredContent": {"pad": "` + pad + `"}}`, true},
-		"not UTF-8":          {`{"content": [], "structuredContent": {"s": "a` + "\xff\xfe" + `b", "pad": "` + pad + `"}}`, false},
+		"not UTF-8":          {`{"content": [], "structuredContent": {"s": "a` + "\xff\xfe\xed\xa0\x80" + `b", "pad": "` + pad + `"}}`, true},
+		"not UTF-8, small":   {`{"content": [], "structuredContent": {"id": 12345678901234567891, "s": "a` + "\xff" + `b"}}`, true},
 		"escaped name, once": {`{"content": [], "structured\u0043ontent": {"pad": "` + pad + `"}}`, true},
 	} {
 		t.Run(name, func(t *testing.T) {

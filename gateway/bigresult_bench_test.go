@@ -37,6 +37,15 @@ func bigRows(tb testing.TB, n int) map[string]any {
 	return sc
 }
 
+// bigLog is a log text of about n bytes.
+func bigLog(n int) string {
+	var b strings.Builder
+	for i := 0; b.Len() < n; i++ {
+		fmt.Fprintf(&b, "2026-12-07T19:%02d:00Z\tweb-%d GET \"/api/v1/items/%d\" 200 in 12 ms\n", i%60, i%17, i)
+	}
+	return b.String()
+}
+
 // BenchmarkBigResult is what the gateway's own work on one execute_tool
 // call costs when the backend answers megabytes of structuredContent (a
 // log search's rows, decoded as go-sdk hands it over) and the default
@@ -50,13 +59,26 @@ func BenchmarkBigResult(b *testing.B) {
 	ctx := context.Background()
 	for _, mb := range []int{1, 5} {
 		sc := bigRows(b, mb*1_000_000)
-		for _, schema := range []string{"schema", "plain"} {
-			b.Run(fmt.Sprintf("%dMB-%s", mb, schema), func(b *testing.B) {
+		for _, kind := range []string{"schema", "plain", "raw", "text"} {
+			if mb == 1 && (kind == "raw" || kind == "text") {
+				continue
+			}
+			b.Run(fmt.Sprintf("%dMB-%s", mb, kind), func(b *testing.B) {
 				tool := catalog.Tool{Server: "logs", Name: "search", InputSchema: json.RawMessage(`{"type":"object","properties":{"limit":{"type":"integer"}}}`)}
-				if schema == "schema" {
+				if kind == "schema" {
 					tool.OutputSchema = json.RawMessage(rowsSchema)
 				}
 				answer := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "rows in structuredContent"}}, StructuredContent: sc}
+				switch kind {
+				case "raw": // as the pool hands over rows of a megabyte or more, over any transport
+					raw, err := json.Marshal(sc)
+					if err != nil {
+						b.Fatal(err)
+					}
+					answer.StructuredContent = json.RawMessage(raw)
+				case "text": // a log read
+					answer = &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: bigLog(mb * 1_000_000)}}}
+				}
 				log := audit.Open(filepath.Join(b.TempDir(), "audit.jsonl"), nil)
 				b.Cleanup(func() { log.Close() })
 				g := New(&fakeSearcher{tools: []catalog.Tool{tool}}, &fakeCaller{call: func(string, string, map[string]any) (*mcp.CallToolResult, error) {
@@ -77,7 +99,7 @@ func BenchmarkBigResult(b *testing.B) {
 				b.ReportAllocs()
 				for b.Loop() {
 					res, err := cs.CallTool(ctx, params)
-					if err != nil || res.IsError || res.StructuredContent == nil {
+					if err != nil || res.IsError || res.StructuredContent == nil && kind != "text" {
 						b.Fatal(err, text(res))
 					}
 				}

@@ -60,6 +60,25 @@ func settingFlags() []setting {
 	}
 }
 
+// withFlagNames is err, which the config's check says in the entry's
+// keys ("add \"lazy\": true"), followed by the flags of servers add that
+// write the keys it names, where the flag is not the key's own word.
+func withFlagNames(err error) error {
+	msg := err.Error()
+	var said []string
+	for _, fl := range append(settingFlags(), setting{flag: "lazy", key: "lazy"}, setting{flag: "description", key: "description"},
+		setting{flag: "language", key: "language"}, setting{flag: "cwd", key: "cwd"}, setting{flag: "url", key: "url"}) {
+		named := strings.Contains(msg, `"`+fl.key+`"`) || strings.Contains(msg, "."+fl.key+":")
+		if named && fl.flag != fl.key || strings.Contains(msg, `"`+fl.key+`": `) { // "lazy": true is --lazy
+			said = append(said, fmt.Sprintf("%q is --%s", fl.key, fl.flag))
+		}
+	}
+	if len(said) == 0 {
+		return err
+	}
+	return fmt.Errorf("%w (on this command line, %s)", err, strings.Join(said, ", "))
+}
+
 func newServersAddCmd(g *globals) *cobra.Command {
 	var f serversAddFlags
 	cmd := &cobra.Command{
@@ -210,7 +229,7 @@ func runServersAdd(stderr io.Writer, name string, command []string, f serversAdd
 	// checked with it below.
 	alone := []config.Doc{{Path: f.config, Data: []byte(`{"mcpServers": {}}`)}}
 	if _, _, err := config.AddServer(alone, s, nil, settings...); err != nil {
-		return usageError{err}
+		return usageError{withFlagNames(err)}
 	}
 	docs, changed, err := config.Edit([]string{f.config}, func(docs []config.Doc) ([]config.Doc, []int, error) {
 		docs, i, err := config.AddServer(docs, s, nil, settings...)

@@ -682,6 +682,10 @@ func TestServersAddSettings(t *testing.T) {
 			t.Errorf("servers add %s: exit status %d\n%s\nwant 2, the config's words (%s), the file unchanged", strings.Join(tc.flags, " "), code, out, loader)
 		}
 	}
+	// The config's words name keys; the flags that write them follow.
+	if out, _ := add("bad", "--config", path, "--idle-timeout", "10m", "--", "sh"); !strings.Contains(out, `(on this command line, "idleTimeout" is --idle-timeout, "lazy" is --lazy)`) {
+		t.Errorf("servers add --idle-timeout without --lazy does not name --lazy:\n%s", out)
+	}
 	// A remote server's flag beside a command: said with the flag's name.
 	if out, code := add("bad", "--config", path, "--keep-alive", "5s", "--", "sh"); code != 2 || !strings.Contains(out, "servers add bad: --keep-alive is for a remote server (--url), not a local one started by a command: leave it out\n") {
 		t.Errorf("servers add --keep-alive beside a command: exit status %d\n%s", code, out)

@@ -4,15 +4,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
-	"io"
 	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	segjson "github.com/segmentio/encoding/json"
 	"github.com/tidwall/gjson"
 
 	"github.com/toolgate/toolgate/internal/jsonnum"
@@ -28,14 +29,18 @@ import (
 // carries an exactResult in its context; the connection sees the call's
 // request (stdio, SSE: exactConn) or its HTTP exchange (streamable HTTP:
 // headerTransport, whose requests carry the call's context) and the
-// response to it. On a stdio or SSE connection, a structuredContent of a
-// megabyte or more is kept so too (bigStructured), whatever its numbers.
+// response to it. A structuredContent of a megabyte or more is kept so
+// too (bigStructured), whatever its numbers, and a text block of that size
+// is decoded once (keep; on streamable HTTP, kept.go).
 
 // exactResult receives the structuredContent of one call's result.
 type exactResult struct {
-	mu   sync.Mutex
-	raw  json.RawMessage
-	done atomic.Bool // the call has returned: no one waits for its result
+	mu  sync.Mutex
+	raw json.RawMessage
+	// texts are the texts of the result's big text blocks (keep), by
+	// their place in its content.
+	texts map[int]string
+	done  atomic.Bool // the call has returned: no one waits for its result
 	// cut is how the answer to the call's POST ended before its result
 	// (streamable HTTP: callBody), or nil.
 	cut atomic.Pointer[cutAnswer]
@@ -100,45 +105,126 @@ func asUTF8(raw []byte) []byte {
 }
 
 // bigStructured is the size of structuredContent (bytes of JSON as the
-// backend wrote it) from which a tools/call result read on a stdio or SSE
-// connection (exactConn) keeps it as it was, in place of go-sdk's decoding.
-// Decoded, 15 MB of rows (a log search's) became some 100 MB of maps and
-// took the gateway hundreds of milliseconds, for a result execute_tool
-// then trims to its maxResultBytes (100 KB by default), reading no further
-// in the JSON than what it keeps.
+// backend wrote it) from which a tools/call result is kept as it was, in
+// place of go-sdk's decoding (keep: on stdio and SSE connections,
+// exactConn; on streamable HTTP, keptBody and keptEvents). Decoded, 15 MB
+// of rows (a log search's) became some 100 MB of maps and took the
+// gateway hundreds of milliseconds, for a result execute_tool then trims
+// to its maxResultBytes (100 KB by default), reading no further in the
+// JSON than what it keeps. A text block of that size (a log read) is
+// decoded once, by keep, where go-sdk's reading allocated eight times its
+// size.
 const bigStructured = 1 << 20
 
 // keep is result, a tools/call result as the backend wrote it, as go-sdk
 // is to decode it: a structuredContent of bigStructured bytes or more is
-// kept (apply puts it back) and replaced by {} in what go-sdk decodes; any
-// other is taken as take does. It is the one go-sdk reads (the last of
-// its name), its bytes that are no UTF-8 read as go-sdk reads them (asUTF8).
+// kept (apply puts it back) and replaced by {} in what go-sdk decodes, the
+// text of a text block of that size is decoded here and replaced by ""
+// (apply puts it back too); any other structuredContent is taken as take
+// does. result is not changed while the call runs: what is kept is part of
+// it. Each is the one go-sdk reads (the last of its name: gjson's Get finds
+// the first), and a structuredContent kept has its bytes that are no UTF-8
+// read as go-sdk reads them (asUTF8).
 func (e *exactResult) keep(result json.RawMessage) json.RawMessage {
 	if len(result) < bigStructured {
 		e.take(result)
 		return result
 	}
-	sc := lastMember(result, "structuredContent")
-	end := sc.Index + len(sc.Raw)
-	if !sc.Exists() || len(sc.Raw) < bigStructured || sc.Index <= 0 || end > len(result) || string(result[sc.Index:end]) != sc.Raw {
+	// A view, not a copy: gjson's Raw of what it finds is then part of
+	// result, where GetBytes copied it (megabytes).
+	view := unsafe.String(unsafe.SliceData(result), len(result))
+	var (
+		cuts []span
+		raw  json.RawMessage
+	)
+	sc := lastMember(view, "structuredContent")
+	if at, end := sc.Index, sc.Index+len(sc.Raw); len(sc.Raw) >= bigStructured && at > 0 && end <= len(result) && view[at:end] == sc.Raw {
+		cuts = append(cuts, span{at, end, "{}"})
+		raw = asUTF8(result[at:end:end]) // not a copy (when UTF-8): result is not read again
+	}
+	texts := map[int]string{}
+	if content := lastMember(view, "content"); content.IsArray() && len(content.Raw) >= bigStructured && content.Index > 0 {
+		i := 0
+		content.ForEach(func(_, block gjson.Result) bool {
+			if at, end := block.Index, block.Index+len(block.Raw); len(block.Raw) >= bigStructured && at > 0 && end <= len(result) {
+				if from, to, text, ok := bigText(result[at:end:end]); ok {
+					texts[i] = text
+					cuts = append(cuts, span{at + from, at + to, `""`})
+				}
+			}
+			i++
+			return true
+		})
+	}
+	if len(cuts) == 0 {
 		e.take(result)
 		return result
 	}
+	slices.SortFunc(cuts, func(a, b span) int { return a.from - b.from })
+	small := make(json.RawMessage, 0, 4<<10)
+	last := 0
+	for _, c := range cuts {
+		small = append(append(small, result[last:c.from]...), c.with...)
+		last = c.to
+	}
+	small = append(small, result[last:]...)
+	if raw == nil {
+		e.take(small) // a smaller structuredContent beside a big text
+	}
 	e.mu.Lock()
-	e.raw = asUTF8(result[sc.Index:end:end]) // not a copy: result is not read again
+	e.texts = texts
+	if raw != nil {
+		e.raw = raw
+	}
 	e.mu.Unlock()
-	small := make(json.RawMessage, 0, len(result)-len(sc.Raw)+2)
-	small = append(small, result[:sc.Index]...)
-	small = append(small, "{}"...)
-	return append(small, result[end:]...)
+	return small
+}
+
+// span is a part of a message, from and to as offsets, to be replaced by
+// with.
+type span struct {
+	from, to int
+	with     string
+}
+
+// bigText finds the "text" of block, a content block of a result as
+// written, when block is a text block ("type": "text"): its offsets in
+// block and the text decoded. A text block's other members (annotations,
+// _meta) are small; its text is one token, read without a copy.
+func bigText(block []byte) (from, to int, text string, ok bool) {
+	t := segjson.NewTokenizer(block)
+	isText, found := false, false
+	for key := ""; t.Next(); {
+		switch {
+		case t.Depth != 1:
+		case t.IsKey:
+			key = string(t.Value)
+		case t.Delim == ':' || t.Delim == ',':
+		case key == `"type"`:
+			isText = string(t.Value) == `"text"`
+		case key == `"text"` && t.Kind().Class() == segjson.String:
+			// t.Value is part of block, not a copy (checked below).
+			from = cap(block) - cap(t.Value)
+			to = from + len(t.Value)
+			found = from >= 0 && to <= len(block) && unsafe.SliceData(block[from:to]) == unsafe.SliceData(t.Value)
+		}
+	}
+	if t.Err != nil || !isText || !found || to-from < bigStructured {
+		return 0, 0, "", false
+	}
+	// go-sdk's own decoder: the same text, to the byte, as it decodes.
+	if segjson.Unmarshal(block[from:to], &text) != nil {
+		return 0, 0, "", false
+	}
+	return from, to, text, true
 }
 
 // lastMember is the value of the last member named name of the JSON
 // object data, as go-sdk's decoder takes a name written twice (gjson's Get
 // finds the first): the kept one was then another than go-sdk's.
-func lastMember(data []byte, name string) gjson.Result {
+func lastMember(data string, name string) gjson.Result {
 	var v gjson.Result
-	gjson.ParseBytes(data).ForEach(func(k, val gjson.Result) bool {
+	gjson.Parse(data).ForEach(func(k, val gjson.Result) bool {
 		if k.Str == name {
 			v = val
 		}
@@ -150,13 +236,24 @@ func lastMember(data []byte, name string) gjson.Result {
 // finish marks the call returned (with a result or not).
 func (e *exactResult) finish() { e.done.Store(true) }
 
-// apply puts the structuredContent kept for the call into res.
+// apply puts the structuredContent and the texts kept for the call into
+// res.
 func (e *exactResult) apply(res *mcp.CallToolResult) {
 	e.mu.Lock()
-	raw := e.raw
+	raw, texts := e.raw, e.texts
 	e.mu.Unlock()
-	if raw != nil && res != nil && res.StructuredContent != nil {
+	if res == nil {
+		return
+	}
+	if raw != nil && res.StructuredContent != nil {
 		res.StructuredContent = raw
+	}
+	for i, text := range texts {
+		if i < len(res.Content) {
+			if tc, ok := res.Content[i].(*mcp.TextContent); ok && tc.Text == "" {
+				tc.Text = text
+			}
+		}
 	}
 }
 
@@ -209,46 +306,14 @@ func (c *exactConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	return msg, err
 }
 
-// exactBody reads a plain JSON response body (streamable HTTP) for go-sdk
-// and, at its end, gives the result it holds to e. The body is the answer
-// to one POST, the call's.
-type exactBody struct {
-	rc  io.ReadCloser
-	e   *exactResult
-	buf []byte
-	max int
-}
-
-func (b *exactBody) Read(p []byte) (int, error) {
-	n, err := b.rc.Read(p)
-	if len(b.buf)+n <= b.max {
-		b.buf = append(b.buf, p[:n]...)
-	} else {
-		b.max = -1 // too long to keep: not looked at
-	}
-	if errors.Is(err, io.EOF) && b.max >= 0 {
-		b.e.takeMessage(b.buf)
-		b.buf = nil
-	}
-	return n, err
-}
-
-func (b *exactBody) Close() error { return b.rc.Close() }
-
 // takeMessage gives e the result of the JSON-RPC response data holds.
 func (e *exactResult) takeMessage(data []byte) {
 	if !jsonnum.Long(data) {
 		return
 	}
 	if msg, err := jsonrpc.DecodeMessage(data); err == nil {
-		e.observe(msg)
-	}
-}
-
-// observe gives e the result of msg if it is a response (an event of the
-// call's POST answered as an event stream).
-func (e *exactResult) observe(msg jsonrpc.Message) {
-	if resp, ok := msg.(*jsonrpc.Response); ok && resp.Error == nil {
-		e.take(resp.Result)
+		if resp, ok := msg.(*jsonrpc.Response); ok && resp.Error == nil {
+			e.take(resp.Result)
+		}
 	}
 }

@@ -496,24 +496,23 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		resp.Body = &cappedBody{rc: resp.Body, left: t.maxBody, max: t.maxBody}
 		if exact != nil && strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
-			resp.Body = &exactBody{rc: resp.Body, e: exact, max: int(t.maxBody)}
+			resp.Body = &keptBody{rc: resp.Body, e: exact, size: resp.ContentLength, max: t.maxBody}
 		}
-	} else if observe := t.observe; observe != nil || exact != nil {
-		if exact != nil {
-			observe = func(msg jsonrpc.Message) {
-				if t.observe != nil {
-					t.observe(msg)
-				}
-				if _, ok := msg.(*jsonrpc.Response); ok && cb != nil {
-					cb.answered.Store(true)
-				}
-				exact.observe(msg)
+	} else if exact != nil {
+		observe := func(msg jsonrpc.Message) {
+			if t.observe != nil {
+				t.observe(msg)
+			}
+			if _, ok := msg.(*jsonrpc.Response); ok && cb != nil {
+				cb.answered.Store(true)
 			}
 		}
-		resp.Body = &observeEvents{rc: resp.Body, observe: observe, max: int(t.maxBody), oversize: func() { t.oversized.Add(1) }}
+		resp.Body = &keptEvents{rc: resp.Body, observe: observe, keep: exact.keepMessage, max: int(t.maxBody), oversize: func() { t.oversized.Add(1) }}
 		if cb != nil {
 			cb.events = true
 		}
+	} else if t.observe != nil {
+		resp.Body = &observeEvents{rc: resp.Body, observe: t.observe, max: int(t.maxBody), oversize: func() { t.oversized.Add(1) }}
 	}
 	if cb != nil && (cb.events || strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json")) {
 		cb.rc = resp.Body

@@ -20,10 +20,12 @@ import (
 	"syscall"
 	"time"
 
+	segjson "github.com/segmentio/encoding/json"
 	"golang.org/x/sys/unix"
 
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/gateway/quarantine"
+	"github.com/toolgate/toolgate/internal/linerpc"
 	"github.com/toolgate/toolgate/internal/oneline"
 	"github.com/toolgate/toolgate/internal/storage"
 	"github.com/toolgate/toolgate/internal/termtext"
@@ -600,7 +602,9 @@ func (p *proc) pumpStdout(r io.Reader, w *io.PipeWriter, maxFrame int) {
 			// A JSON-RPC message (or batch) names its version; JSON log lines
 			// and banners don't, and would break go-sdk's decoder.
 			if (t[0] == '{' || t[0] == '[') && bytes.Contains(t, jsonrpcKey) {
-				if !json.Valid(t) {
+				// go-sdk's decoder's own parser: what it can read. encoding/json's
+				// Valid took 110 ms of a 15 MB result's line, this 15 to 50.
+				if !segjson.Valid(t) {
 					p.log.Error("backend sent malformed JSON-RPC; dropped it", keyLine, p.mask(truncate(string(t), 200)))
 					if id, ok := responseID(t[:min(len(t), 512)], t[max(0, len(t)-512):]); ok && writeErr == nil {
 						_, writeErr = fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32700,"message":"the backend sent malformed JSON for this response"}}`+"\n", id)
@@ -649,7 +653,7 @@ func readLine(br *bufio.Reader, max int) (line []byte, n int, head, tail []byte,
 				tail = append(tail[:0], tail[len(tail)-512:]...)
 			}
 		} else {
-			buf = append(buf, chunk...)
+			buf = linerpc.Gather(buf, chunk)
 		}
 		if e == bufio.ErrBufferFull {
 			continue

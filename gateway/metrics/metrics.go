@@ -147,7 +147,7 @@ func New(opts *Options) *Metrics {
 	}, []string{"route", "code"})
 	m.outputMismatch = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "toolgate_output_mismatches_total",
-		Help: "Results execute_tool passed on whose structuredContent does not fit the output schema their tool declares (or is missing), by server and tool: each went to the client with a note.",
+		Help: "Results execute_tool passed on whose structuredContent does not fit the output schema their tool declares (or is missing), by server and tool: each went to the client with a note. A structuredContent that maxResultBytes cut or left out is not checked, so not counted.",
 	}, []string{"server", "tool"})
 	m.reg.MustRegister(m.searchDuration, m.searchResults, m.searchNoMatch, m.calls, m.callDuration, m.trimmed, m.trimmedBytes, m.httpRequests, m.outputMismatch,
 		newStateCollector(m.opts),

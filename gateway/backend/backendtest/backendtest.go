@@ -103,7 +103,7 @@ const (
 	ModePropagateCancel = "propagate-cancel"  // (NewHTTPServer, http, stateless) a 2026-07-28 call's handler ends when its POST closes (go-sdk's PropagateRequestCancellation; without it, nothing cancels it)
 	ModeNewProtocolOnly = "new-protocol-only" // speaks protocol 2026-07-28 alone: refuses a legacy initialize
 	ModeGarbageStdout   = "garbage-stdout"    // prints a banner on stdout first; tool "garbage" prints a JSON log line and malformed JSON-RPC
-	ModeHugeOutput      = "huge-output"       // tool "huge" returns EnvHugeBytes bytes of text
+	ModeHugeOutput      = "huge-output"       // tool "huge" returns EnvHugeBytes bytes of text, tool "huge_rows" HugeRows(EnvHugeBytes) as its structuredContent, tool "huge_log" a line of text and HugeLog(EnvHugeBytes)
 	ModeToolsChange     = "tools-change"      // tool "add_tool" {"name"} adds a tool and notifies
 	ModeSpawnGrandchild = "spawn-grandchild"  // starts a sleeping grandchild, pid in EnvPIDFile
 	ModePrintEnv        = "print-env"         // tool "env" returns the environment, one VAR=value a line
@@ -129,6 +129,31 @@ const (
 
 	modeGrandchild = "grandchild" // internal: the sleeping grandchild
 )
+
+// HugeRows is a log search's answer of about n bytes, as its server
+// wrote it: {"rows": [...]} of objects with a time, a host and a message.
+func HugeRows(n int) json.RawMessage {
+	b := make([]byte, 0, n+200)
+	b = append(b, `{"rows":[`...)
+	for i := 0; len(b) < n; i++ {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = fmt.Appendf(b, `{"ts":"2026-12-07T19:%02d:%02dZ","level":"info","host":"web-%d","msg":"request %d served in %d ms from cache shard %d"}`, i%60, i%60, i%17, i, i%997, i%31)
+	}
+	return append(b, "]}"...)
+}
+
+// HugeLog is a log text of about n bytes, with what JSON escapes in it
+// (quotes, backslashes, tabs, line ends, <, > and &) and letters beyond
+// ASCII.
+func HugeLog(n int) string {
+	b := make([]byte, 0, n+200)
+	for i := 0; len(b) < n; i++ {
+		b = fmt.Appendf(b, "2026-12-07T19:%02d:00Z\tweb-%d GET \"/api/items/%d?a=1&b=<2>\" C:\\logs – café %d ms\n", i%60, i%17, i, i%997)
+	}
+	return string(b)
+}
 
 // LoginElicitations are what the "login" tool of ModeURLLogin asks for:
 // two pages to open, the second's message with an escape sequence in it
@@ -833,6 +858,19 @@ func NewServer(modes Modes) *mcp.Server {
 				n := 4 << 20
 				fmt.Sscan(os.Getenv(EnvHugeBytes), &n) //nolint:errcheck // default stays on error
 				return text(strings.Repeat("x", n)), nil, nil
+			})
+		// As a log search answers: rows in structuredContent, a line of text.
+		srv.AddTool(&mcp.Tool{Name: "huge_rows", Description: "Return huge rows as structuredContent.", InputSchema: json.RawMessage(`{"type":"object"}`)},
+			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				n := 4 << 20
+				fmt.Sscan(os.Getenv(EnvHugeBytes), &n) //nolint:errcheck // default stays on error
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "rows in structuredContent"}}, StructuredContent: HugeRows(n)}, nil
+			})
+		srv.AddTool(&mcp.Tool{Name: "huge_log", Description: "Return a huge log text.", InputSchema: json.RawMessage(`{"type":"object"}`)},
+			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				n := 4 << 20
+				fmt.Sscan(os.Getenv(EnvHugeBytes), &n) //nolint:errcheck // default stays on error
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "the log:"}, &mcp.TextContent{Text: HugeLog(n)}}}, nil
 			})
 	}
 	if modes[ModeToolsChange] {

@@ -1,0 +1,284 @@
+package backend
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgate/toolgate/gateway/backend/backendtest"
+	"github.com/toolgate/toolgate/gateway/config"
+)
+
+// TestBigResultKept: a big structuredContent (rows) reaches the caller as
+// the backend wrote it, and a big text (a log with quotes, tabs, line ends
+// and letters beyond ASCII) as go-sdk would have decoded it, over every
+// transport: stdio, streamable HTTP answering with an event stream and
+// with plain JSON, and SSE. Over streamable HTTP, go-sdk decoded the rows
+// into maps (kept as written on stdio and SSE only). It fails the day
+// go-sdk's client stops handing a result over as the pool relies on
+// (exactResult.apply): its content blocks in order, a text block as an
+// *mcp.TextContent, and a structuredContent of {} as a non-nil value.
+func TestBigResultKept(t *testing.T) {
+	const size = 3 << 20
+	t.Setenv(backendtest.EnvHugeBytes, strconv.Itoa(size))
+	modes := backendtest.ModeHugeOutput
+	rows, log := backendtest.HugeRows(size), backendtest.HugeLog(size)
+	for _, tc := range []struct {
+		name   string
+		server func(t *testing.T) config.Server
+	}{
+		{"stdio", func(t *testing.T) config.Server {
+			return named(backendtest.Command(t, modes, backendtest.EnvHugeBytes+"="+strconv.Itoa(size)), "b")
+		}},
+		{"http", func(t *testing.T) config.Server {
+			return backendtest.NewHTTPServer(t, config.TypeHTTP, modes).Config("b", nil)
+		}},
+		{"http-json", func(t *testing.T) config.Server {
+			return backendtest.NewHTTPServer(t, config.TypeHTTP, modes+","+backendtest.ModeJSONResponse).Config("b", nil)
+		}},
+		{"sse", func(t *testing.T) config.Server {
+			return backendtest.NewHTTPServer(t, config.TypeSSE, modes).Config("b", nil)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := startPool(t, []config.Server{tc.server(t)}, testOptions(nil))
+			for range 2 { // the second call on the same connection too
+				res, err := p.CallTool(context.Background(), "b", "huge_rows", nil)
+				if err != nil || res.IsError {
+					t.Fatalf("huge_rows: %v %v", err, res)
+				}
+				if raw, ok := res.StructuredContent.(json.RawMessage); !ok || !bytes.Equal(raw, rows) {
+					t.Errorf("huge_rows' structuredContent is a %T (as written: %v), want the rows as the server wrote them (does go-sdk still decode {} into a non-nil structuredContent?)", res.StructuredContent, ok && bytes.Equal(raw, rows))
+				}
+				if len(res.Content) != 1 || res.Content[0].(*mcp.TextContent).Text != "rows in structuredContent" {
+					t.Errorf("huge_rows' content %v", res.Content)
+				}
+				res, err = p.CallTool(context.Background(), "b", "huge_log", nil)
+				if err != nil || res.IsError {
+					t.Fatalf("huge_log: %v %v", err, res)
+				}
+				if len(res.Content) != 2 || res.Content[0].(*mcp.TextContent).Text != "the log:" || res.Content[1].(*mcp.TextContent).Text != log {
+					t.Errorf("huge_log's content is not the server's (%d blocks; does go-sdk still hand content over in order, a text block as *mcp.TextContent?)", len(res.Content))
+				}
+			}
+			// A small result is go-sdk's, as before.
+			res, err := p.CallTool(context.Background(), "b", "echo", map[string]any{"text": "hi"})
+			if err != nil || res.IsError || res.Content[0].(*mcp.TextContent).Text != "hi" {
+				t.Errorf("echo: %v %v", err, res)
+			}
+		})
+	}
+}
+
+// bigLogResult is a result as a Python server writes it: a big text block
+// between two small ones, its text escaped.
+func bigLogResult() (result string, text string) {
+	text = backendtest.HugeLog(bigStructured + 10)
+	q, _ := json.Marshal(text)
+	return `{"content": [{"type": "text", "text": "a"}, {"type": "text", "annotations": {"audience": ["user"]}, "text": ` + string(q) + `}, {"type": "image", "data": "AA==", "mimeType": "image/png"}], "isError": false}`, text
+}
+
+// TestBigTextKept: a text block of bigStructured bytes or more reaches
+// go-sdk as "", and the caller whole: go-sdk's reading allocated eight
+// times a 15 MB text's size. Smaller blocks, and blocks of other types, are go-sdk's.
+func TestBigTextKept(t *testing.T) {
+	result, text := bigLogResult()
+	id, _ := jsonrpc.MakeID(float64(1))
+	conn := &fakeConn{msgs: []jsonrpc.Message{&jsonrpc.Response{ID: id, Result: json.RawMessage(result)}}}
+	c := &exactConn{Connection: conn, pending: map[jsonrpc.ID]*exactResult{}}
+	ctx, e := withExact(context.Background())
+	if err := c.Write(ctx, &jsonrpc.Request{ID: id, Method: "tools/call"}); err != nil {
+		t.Fatal(err)
+	}
+	msg, err := c.Read(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	small := msg.(*jsonrpc.Response).Result
+	if len(small) > 300 {
+		t.Errorf("go-sdk decodes %d bytes, want the result without its big text", len(small))
+	}
+	var res mcp.CallToolResult
+	if err := json.Unmarshal(small, &res); err != nil {
+		t.Fatalf("what go-sdk decodes: %v", err)
+	}
+	e.apply(&res)
+	if len(res.Content) != 3 || res.Content[0].(*mcp.TextContent).Text != "a" || res.Content[1].(*mcp.TextContent).Text != text {
+		t.Fatalf("content after apply: %d blocks, the big text whole: %v", len(res.Content), len(res.Content) > 1 && res.Content[1].(*mcp.TextContent).Text == text)
+	}
+	if a := res.Content[1].(*mcp.TextContent).Annotations; a == nil || len(a.Audience) != 1 {
+		t.Errorf("the big block's annotations: %v", a)
+	}
+	if img, ok := res.Content[2].(*mcp.ImageContent); !ok || img.MIMEType != "image/png" {
+		t.Errorf("the image block: %v", res.Content[2])
+	}
+}
+
+// chunked reads s n bytes at a time.
+type chunkReader struct {
+	s string
+	n int
+}
+
+func (c *chunkReader) Read(p []byte) (int, error) {
+	if c.s == "" {
+		return 0, io.EOF
+	}
+	n := copy(p[:min(len(p), c.n)], c.s)
+	c.s = c.s[n:]
+	return n, nil
+}
+
+// TestKeptEvents: the event stream of a call's answer reaches go-sdk event
+// by event: the notification before the result as it was, to the byte; the
+// result's event with the big text as "" in its one data line, its id,
+// event and retry fields kept; each message observed before the bytes that
+// follow it are read. An event over the cap is handed on as it came, not
+// observed, and counted.
+func TestKeptEvents(t *testing.T) {
+	result, text := bigLogResult()
+	note := `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"t","progress":1}}`
+	answer := `{"jsonrpc":"2.0","id":1,"result":` + result + `}`
+	stream := ": a comment\r\nid: 7\r\nevent: message\r\ndata: " + note + "\r\n\r\n" +
+		"id: 8\nevent: message\nretry: 1000\ndata: " + answer + "\n\n"
+	for _, chunk := range []int{1, 7, 64 << 10, len(stream)} {
+		t.Run(fmt.Sprint(chunk), func(t *testing.T) {
+			_, e := withExact(context.Background())
+			var seen []string
+			var read bytes.Buffer
+			k := &keptEvents{rc: io.NopCloser(&chunkReader{s: stream, n: chunk}), keep: e.keepMessage, max: 16 << 20,
+				observe: func(m jsonrpc.Message) {
+					kind := "request"
+					if _, ok := m.(*jsonrpc.Response); ok {
+						kind = "response"
+					}
+					seen = append(seen, fmt.Sprintf("%s at %d", kind, read.Len()))
+				}}
+			buf := make([]byte, 5000)
+			for {
+				n, err := k.Read(buf)
+				read.Write(buf[:n])
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			first := ": a comment\r\nid: 7\r\nevent: message\r\ndata: " + note + "\r\n\r\n"
+			if !strings.HasPrefix(read.String(), first) {
+				t.Fatalf("the notification's event is not as it was: %.200q", read.String())
+			}
+			rest := strings.TrimPrefix(read.String(), first)
+			head, data, ok := strings.Cut(rest, "data: ")
+			if !ok || head != "id: 8\nevent: message\nretry: 1000\n" || !strings.HasSuffix(data, "\n\n") || len(data) > 400 {
+				t.Fatalf("the result's event: %.400q", rest)
+			}
+			msg, err := jsonrpc.DecodeMessage([]byte(strings.TrimSuffix(data, "\n\n")))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var res mcp.CallToolResult
+			if err := json.Unmarshal(msg.(*jsonrpc.Response).Result, &res); err != nil {
+				t.Fatal(err)
+			}
+			e.apply(&res)
+			if len(res.Content) != 3 || res.Content[1].(*mcp.TextContent).Text != text {
+				t.Errorf("the big text is not whole after apply")
+			}
+			want := []string{"request at 0", fmt.Sprintf("response at %d", len(first))}
+			if fmt.Sprint(seen) != fmt.Sprint(want) {
+				t.Errorf("observed %v, want %v (each before the bytes after its event)", seen, want)
+			}
+		})
+	}
+	t.Run("over the cap", func(t *testing.T) {
+		_, e := withExact(context.Background())
+		var seen, over int
+		k := &keptEvents{rc: io.NopCloser(&chunkReader{s: stream, n: 1000}), keep: e.keepMessage, max: 1 << 20,
+			observe: func(jsonrpc.Message) { seen++ }, oversize: func() { over++ }}
+		got, err := io.ReadAll(k)
+		if err != nil || string(got) != stream {
+			t.Errorf("read %d bytes (%v), want the stream as it came (%d)", len(got), err, len(stream))
+		}
+		if seen != 1 || over != 1 {
+			t.Errorf("observed %d messages and %d events over the cap, want 1 and 1", seen, over)
+		}
+	})
+}
+
+// TestKeptBody: the JSON body of a call's answer reaches go-sdk with the
+// big text as "", and a body cut short as it came, with its error.
+func TestKeptBody(t *testing.T) {
+	result, text := bigLogResult()
+	answer := `{"jsonrpc":"2.0","id":1,"result":` + result + `}`
+	_, e := withExact(context.Background())
+	got, err := io.ReadAll(&keptBody{rc: io.NopCloser(&chunkReader{s: answer, n: 4096}), e: e, size: int64(len(answer)), max: 16 << 20})
+	if err != nil || len(got) > 400 {
+		t.Fatalf("read %d bytes (%v), want the answer without its big text", len(got), err)
+	}
+	msg, err := jsonrpc.DecodeMessage(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res mcp.CallToolResult
+	if err := json.Unmarshal(msg.(*jsonrpc.Response).Result, &res); err != nil {
+		t.Fatal(err)
+	}
+	e.apply(&res)
+	if len(res.Content) != 3 || res.Content[1].(*mcp.TextContent).Text != text {
+		t.Errorf("the big text is not whole after apply")
+	}
+	cut := answer[:len(answer)/2]
+	_, e = withExact(context.Background())
+	got, err = io.ReadAll(&keptBody{rc: io.NopCloser(io.MultiReader(strings.NewReader(cut), iotestErr{})), e: e, size: int64(len(answer)), max: 16 << 20})
+	if string(got) != cut || err != errCut {
+		t.Errorf("a body cut short read %d bytes (%v), want %d and its error", len(got), err, len(cut))
+	}
+	// Not JSON: as it came, for go-sdk to say so.
+	bad := strings.Replace(answer, `"isError": false`, `"isError": fals`, 1)
+	_, e = withExact(context.Background())
+	if got, _ := io.ReadAll(&keptBody{rc: io.NopCloser(strings.NewReader(bad)), e: e, size: -1, max: 16 << 20}); string(got) != bad {
+		t.Errorf("a body that is not JSON was changed (%d bytes of %d)", len(got), len(bad))
+	}
+}
+
+var errCut = fmt.Errorf("unexpected EOF")
+
+type iotestErr struct{}
+
+func (iotestErr) Read([]byte) (int, error) { return 0, errCut }
+
+// FuzzKeptEvents: an event stream without a message keep changes (none of
+// a megabyte) reaches go-sdk as it came, to the byte, whatever its lines,
+// line ends, fields and chunks, and an event over the cap too.
+func FuzzKeptEvents(f *testing.F) {
+	f.Add("id: 1\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n", 3, 1<<20)
+	f.Add(": c\r\n\r\nevent: message\r\ndata: a\r\ndata: b\r\n\r\ndata: x", 1, 8)
+	f.Add("data: {}\n\n\n\ndata:\ndata\n\n", 64, 2)
+	f.Fuzz(func(t *testing.T, stream string, chunk, max int) {
+		chunk = 1 + abs(chunk)%4096
+		max = 1 + abs(max)%(2<<20)
+		_, e := withExact(context.Background())
+		k := &keptEvents{rc: io.NopCloser(&chunkReader{s: stream, n: chunk}), keep: e.keepMessage, max: max, observe: func(jsonrpc.Message) {}}
+		got, err := io.ReadAll(k)
+		if err != nil || string(got) != stream {
+			t.Errorf("read %q (%v), want %q", got, err, stream)
+		}
+	})
+}
+
+func abs(n int) int {
+	if n < 0 {
+		return -n
+	}
+	return n
+}

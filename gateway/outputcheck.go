@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -62,6 +63,14 @@ func (g *Gateway) outputProblems(id string, tool catalog.Tool, res *mcp.CallTool
 	if sc, ok := res.StructuredContent.(map[string]any); ok {
 		v = sc
 	} else if err := json.Unmarshal(structuredJSON(res.StructuredContent), &v); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			// JSON all the same, kept as written: a number past a float64
+			// (1e400), which the validator cannot take. Passed on unchecked,
+			// where it read "structuredContent is not JSON" and counted as
+			// a mismatch.
+			return "", ""
+		}
 		return oneline.Cut("structuredContent is not JSON: "+err.Error(), maxOutputProblem), "structuredContent is not JSON"
 	}
 	err := r.rs.Validate(v)

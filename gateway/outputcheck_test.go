@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/gateway/audit/audittest"
+	"github.com/toolgate/toolgate/index/catalog"
 )
 
 // TestOutputChecked: a result of a tool that declares an outputSchema
@@ -231,5 +232,25 @@ func TestOutputNoteAfterTrim(t *testing.T) {
 				t.Errorf("notes %q, %d counted, outputMismatch %q: want the trim's note, then\n%s\nand one counted", notes, counted, recs[0].OutputMismatch, want)
 			}
 		})
+	}
+}
+
+// TestOutputPastFloatUnchecked: a structuredContent kept as written (a
+// big one) with a number no float64 holds is JSON the validator cannot
+// take: passed on unchecked. It read "structuredContent is not JSON: json:
+// cannot unmarshal number 1e400 …", counted as a mismatch, with a note.
+func TestOutputPastFloatUnchecked(t *testing.T) {
+	g, _ := newTestGateway(t, &fakeCaller{})
+	tool := catalog.Tool{Server: "filesystem", Name: "list_directory", InputSchema: json.RawMessage(`{"type":"object"}`),
+		OutputSchema: json.RawMessage(`{"type":"object","properties":{"content":{"type":"string"}},"required":["content"]}`)}
+	for sc, want := range map[string]string{
+		`{"content": "a.txt", "n": 1e400}`: "",
+		`{"n": 1e400}`:                     "",
+		`{"contents": "a.txt"}`:            `structuredContent is missing the required field "content"`,
+	} {
+		res := &mcp.CallToolResult{StructuredContent: json.RawMessage(sc)}
+		if problem, recorded := g.outputProblems(tool.ID(), tool, res); problem != want || recorded != want {
+			t.Errorf("%s: %q (recorded %q), want %q", sc, problem, recorded, want)
+		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/toolgate/toolgate/gateway"
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/internal/proxyenv"
 )
@@ -153,12 +154,22 @@ func runHealth(ctx context.Context, w io.Writer, f healthFlags) error {
 	line := oneLineBody(body)
 	// Another config's gateway is said first, ready or not: its "not
 	// ready" said nothing of the config it serves.
+	said := false // the gateway said which configs it serves
 	if fellBack {
-		if err := sameConfig(ctx, front, u, f.config, noneLocal); err != nil {
+		var err error
+		if said, err = sameConfig(ctx, front, u, f.config, noneLocal); err != nil {
 			return err
 		}
 	}
 	if resp.StatusCode != http.StatusOK {
+		if fellBack && !said && strings.HasPrefix(line, gateway.StartingPrefix) {
+			// A gateway still starting answers /status 503 too: which
+			// config it serves is not known yet, and none runs on this
+			// config's data folder. Its "not ready" alone read as this
+			// config's gateway starting.
+			return fmt.Errorf("%s (%s from %s): that gateway cannot say yet which config it serves%s, so it may be another config's: `toolgate status --addr %s` names its config once it has started",
+				line, resp.Status, u, noneLocal, u.Host)
+		}
 		return fmt.Errorf("%s (%s from %s)", line, resp.Status, u)
 	}
 	_, err = fmt.Fprintf(w, "%s (%s)\n", line, u)
@@ -167,15 +178,16 @@ func runHealth(ctx context.Context, w io.Writer, f healthFlags) error {
 
 // sameConfig checks that the gateway at u (the default address' /healthz
 // or /readyz, asked for --config's gateway) serves config, as it says
-// (servedConfigs): a gateway that does not say (one that wants a key) is
-// taken at its word.
-func sameConfig(ctx context.Context, front frontTarget, u *url.URL, config, noneLocal string) error {
+// (servedConfigs): a gateway that does not say (one that wants a key, one
+// still starting) is taken at its word. said reports whether it said.
+func sameConfig(ctx context.Context, front frontTarget, u *url.URL, config, noneLocal string) (said bool, err error) {
 	base := *u
 	// Either probe's path: with --ready it asked /readyz/status, no
 	// status, and took another config's gateway for one that does not say.
 	base.Path = strings.TrimSuffix(strings.TrimSuffix(base.Path, "/healthz"), "/readyz")
-	if err := otherConfig(u.Host, servedConfigs(ctx, &base, nil, front), config, noneLocal); err != nil {
-		return errors.New(strings.ReplaceAll(err.Error(), "\n", " ")) // in one line, as health's every answer
+	served := servedConfigs(ctx, &base, nil, front)
+	if err := otherConfig(u.Host, served, config, noneLocal); err != nil {
+		return true, errors.New(strings.ReplaceAll(err.Error(), "\n", " ")) // in one line, as health's every answer
 	}
-	return nil
+	return len(served) > 0, nil
 }

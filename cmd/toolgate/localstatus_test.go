@@ -873,6 +873,34 @@ func TestHealthReadyDefaultAddressOtherConfig(t *testing.T) {
 	}
 }
 
+// TestHealthReadyDefaultAddressStarting: `toolgate health --ready --config
+// FILE` that fell back to the default address, where a gateway is still
+// starting (its front answers every route but MCP's 503 "not ready:
+// starting", /status too, so it cannot say which config it serves), says
+// that it cannot tell whose that gateway is and that none runs on FILE's
+// data folder. It printed that gateway's "not ready: starting" alone,
+// which read as FILE's gateway starting when another config's was.
+func TestHealthReadyDefaultAddressStarting(t *testing.T) {
+	t.Setenv(envKey, "")
+	data := t.TempDir()
+	cfg := filepath.Join(t.TempDir(), "toolgate.json")
+	if err := os.WriteFile(cfg, []byte(`{"mcpServers": {"one": {"command": "true"}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	t.Cleanup(func() { close(stop) })
+	srv := httptest.NewServer(gateway.NewStarting(func() string { return "starting its servers to build the first tool index" }, stop))
+	t.Cleanup(srv.Close)
+	host := srv.Listener.Addr().String()
+	f := healthFlags{config: cfg, ready: true, dataDir: func(*config.File) string { return data }, timeout: 2 * time.Second, fallback: host}
+	var out bytes.Buffer
+	err := runHealth(context.Background(), &out, f)
+	want := "that gateway cannot say yet which config it serves; no gateway runs on the data folder " + data + ", so it may be another config's: `toolgate status --addr " + host + "`"
+	if err == nil || !strings.HasPrefix(err.Error(), gateway.StartingPrefix) || !strings.Contains(err.Error(), want) || out.Len() > 0 {
+		t.Errorf("health --ready --config of a default gateway still starting: %v\nwant it to say %q", err, want)
+	}
+}
+
 // TestHealthConfigNoneAnswers: `toolgate health --config FILE` when no
 // gateway runs on the data folder and none listens at the default address
 // says both, and the command that starts FILE's gateway there: it said

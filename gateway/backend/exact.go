@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"unicode/utf8"
 	"unsafe"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -76,8 +77,31 @@ func (e *exactResult) take(result json.RawMessage) {
 		return
 	}
 	e.mu.Lock()
-	e.raw = bytes.Clone(r.StructuredContent)
+	e.raw = asUTF8(bytes.Clone(r.StructuredContent))
 	e.mu.Unlock()
+}
+
+// asUTF8 is raw, JSON as a backend wrote it, with each byte that is no
+// part of a UTF-8 character replaced by U+FFFD, as go-sdk's decoding reads
+// it (such bytes can only be inside strings: the JSON was read already);
+// raw itself when it is UTF-8 throughout. Kept as written, such bytes went
+// on to the client: JSON that a strict UTF-8 reader (Python's) refuses
+// whole, where the same result decoded had U+FFFD in their place.
+func asUTF8(raw []byte) []byte {
+	if utf8.Valid(raw) {
+		return raw
+	}
+	out := make([]byte, 0, len(raw)+16)
+	for len(raw) > 0 {
+		r, n := utf8.DecodeRune(raw)
+		if r == utf8.RuneError && n == 1 {
+			out = utf8.AppendRune(out, utf8.RuneError)
+		} else {
+			out = append(out, raw[:n]...)
+		}
+		raw = raw[n:]
+	}
+	return out
 }
 
 // bigStructured is the size of structuredContent (bytes of JSON as the
@@ -98,7 +122,9 @@ const bigStructured = 1 << 20
 // text of a text block of that size is decoded here and replaced by ""
 // (apply puts it back too); any other structuredContent is taken as take
 // does. result is not changed while the call runs: what is kept is part of
-// it.
+// it. Each is the one go-sdk reads (the last of its name: gjson's Get finds
+// the first), and a structuredContent kept has its bytes that are no UTF-8
+// read as go-sdk reads them (asUTF8).
 func (e *exactResult) keep(result json.RawMessage) json.RawMessage {
 	if len(result) < bigStructured {
 		e.take(result)
@@ -111,13 +137,13 @@ func (e *exactResult) keep(result json.RawMessage) json.RawMessage {
 		cuts []span
 		raw  json.RawMessage
 	)
-	sc := gjson.Get(view, "structuredContent")
+	sc := lastMember(view, "structuredContent")
 	if at, end := sc.Index, sc.Index+len(sc.Raw); len(sc.Raw) >= bigStructured && at > 0 && end <= len(result) && view[at:end] == sc.Raw {
 		cuts = append(cuts, span{at, end, "{}"})
-		raw = result[at:end:end] // not a copy: result is not read again
+		raw = asUTF8(result[at:end:end]) // not a copy (when UTF-8): result is not read again
 	}
 	texts := map[int]string{}
-	if content := gjson.Get(view, "content"); content.IsArray() && len(content.Raw) >= bigStructured && content.Index > 0 {
+	if content := lastMember(view, "content"); content.IsArray() && len(content.Raw) >= bigStructured && content.Index > 0 {
 		i := 0
 		content.ForEach(func(_, block gjson.Result) bool {
 			if at, end := block.Index, block.Index+len(block.Raw); len(block.Raw) >= bigStructured && at > 0 && end <= len(result) {
@@ -191,6 +217,20 @@ func bigText(block []byte) (from, to int, text string, ok bool) {
 		return 0, 0, "", false
 	}
 	return from, to, text, true
+}
+
+// lastMember is the value of the last member named name of the JSON
+// object data, as go-sdk's decoder takes a name written twice (gjson's Get
+// finds the first): the kept one was then another than go-sdk's.
+func lastMember(data string, name string) gjson.Result {
+	var v gjson.Result
+	gjson.Parse(data).ForEach(func(k, val gjson.Result) bool {
+		if k.Str == name {
+			v = val
+		}
+		return true
+	})
+	return v
 }
 
 // finish marks the call returned (with a result or not).

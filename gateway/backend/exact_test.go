@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -126,6 +128,64 @@ func TestBigStructuredKept(t *testing.T) {
 			}
 			if len(res.Content) != 1 || res.Content[0].(*mcp.TextContent).Text != "rows" {
 				t.Errorf("content %v", res.Content)
+			}
+		})
+	}
+}
+
+// TestBigStructuredAsGoSDKReadsIt: a structuredContent kept as written (a
+// big one, one with long numbers) is the one go-sdk reads, the last of a
+// name written twice (the first was kept: the client got another value
+// than a smaller result's reading gives), and a byte in it that is no
+// UTF-8 is read as go-sdk reads it, a U+FFFD (kept, it went to the client
+// as is: JSON that Python's strict UTF-8 reading refuses whole).
+func TestBigStructuredAsGoSDKReadsIt(t *testing.T) {
+	pad := strings.Repeat("x", bigStructured)
+	for name, tc := range map[string]struct {
+		result string
+		kept   bool
+	}{
+		"twice, big first":   {`{"content": [], "structuredContent": {"pad": "` + pad + `"}, "structuredContent": {"small": 1}}`, false},
+		"twice, big last":    {`{"content": [], "structuredContent": {"small": 1}, "structuredContent": {"pad": "` + pad + `"}}`, true},
+		"not UTF-8":          {`{"content": [], "structuredContent": {"s": "a` + "\xff\xfe\xed\xa0\x80" + `b", "pad": "` + pad + `"}}`, true},
+		"not UTF-8, small":   {`{"content": [], "structuredContent": {"id": 12345678901234567891, "s": "a` + "\xff" + `b"}}`, true},
+		"escaped name, once": {`{"content": [], "structured\u0043ontent": {"pad": "` + pad + `"}}`, true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var want mcp.CallToolResult // go-sdk's reading of the whole result
+			if err := json.Unmarshal([]byte(tc.result), &want); err != nil {
+				t.Fatal(err)
+			}
+			id, _ := jsonrpc.MakeID(float64(1))
+			c := &exactConn{Connection: &fakeConn{msgs: []jsonrpc.Message{&jsonrpc.Response{ID: id, Result: json.RawMessage(tc.result)}}},
+				pending: map[jsonrpc.ID]*exactResult{}}
+			ctx, e := withExact(context.Background())
+			if err := c.Write(ctx, &jsonrpc.Request{ID: id, Method: "tools/call"}); err != nil {
+				t.Fatal(err)
+			}
+			msg, err := c.Read(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var res mcp.CallToolResult
+			if err := json.Unmarshal(msg.(*jsonrpc.Response).Result, &res); err != nil {
+				t.Fatalf("what go-sdk decodes: %v", err)
+			}
+			e.apply(&res)
+			if _, isRaw := res.StructuredContent.(json.RawMessage); isRaw != tc.kept {
+				t.Errorf("structuredContent kept as written: %v, want %v", isRaw, tc.kept)
+			}
+			got, err := json.Marshal(res.StructuredContent)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !utf8.Valid(got) {
+				t.Errorf("structuredContent's JSON is not UTF-8: %q", got[:min(len(got), 40)])
+			}
+			var g, w any
+			wb, _ := json.Marshal(want.StructuredContent)
+			if json.Unmarshal(got, &g) != nil || json.Unmarshal(wb, &w) != nil || !reflect.DeepEqual(g, w) {
+				t.Errorf("structuredContent %.60s…, want go-sdk's reading %.60s…", got, wb)
 			}
 		})
 	}

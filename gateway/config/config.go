@@ -578,6 +578,12 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 func parseDuration(b []byte) (time.Duration, error) {
 	var v any
 	if err := json.Unmarshal(b, &v); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && strings.HasPrefix(te.Value, "number") {
+			// Past a float64 (1e400): "json: cannot unmarshal number 1e400
+			// into Go value of type float64", Go's words for it.
+			return 0, fmt.Errorf("%s seconds is out of range", strings.TrimSpace(string(b)))
+		}
 		return 0, err
 	}
 	switch v := v.(type) {

@@ -1132,3 +1132,19 @@ func TestMaxResultBytesPerServer(t *testing.T) {
 		t.Errorf("MaxResultBytes with none set = %d, want 0 (the gateway's default)", got)
 	}
 }
+
+// TestDurationPastFloat: a duration of seconds past a float64's range is
+// out of range, in the words of one within it but too long; it was Go's
+// `json: cannot unmarshal number 1e400 into Go value of type float64`
+// (`servers add --call-timeout 1e400` writes it so).
+func TestDurationPastFloat(t *testing.T) {
+	for in, want := range map[string]string{
+		"1e400":  "1e400 seconds is out of range",
+		"-1e400": "-1e400 seconds is out of range",
+		"1e300":  "1e+300 seconds is out of range",
+	} {
+		if _, err := parseDuration([]byte(in)); err == nil || err.Error() != want {
+			t.Errorf("parseDuration(%s) = %v, want %q", in, err, want)
+		}
+	}
+}

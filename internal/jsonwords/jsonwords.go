@@ -8,7 +8,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
+	"regexp"
 	"strconv"
 	"strings"
 )
@@ -28,9 +30,55 @@ func Explain(err error, v any) error {
 	return errors.New(fieldWords(te.Field, fieldType(v, te.Field, te.Type), te.Value))
 }
 
-// fieldWords is `"name" must be a string, not a JSON number`.
+// fieldWords is `"name" must be a string, not a JSON number`; a number
+// its type cannot hold is said with its range: `"e" must be a number
+// within ±1.7976931348623157e+308, not 1e400` (it read `must be a number,
+// not a JSON number`).
 func fieldWords(field string, want reflect.Type, value string) string {
+	if n := numberIn(value); n != "" && noun(want) == "number" {
+		if r := numberRange(want); r != "" {
+			return fmt.Sprintf("%q must be %s, not %s", field, r, n)
+		}
+	}
 	return fmt.Sprintf("%q must be %s, not a JSON %s", field, kind(want, false), valueKind(value))
+}
+
+// jsonNumber is a JSON number at the start of a text.
+var jsonNumber = regexp.MustCompile(`^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`)
+
+// numberIn is the JSON number an UnmarshalTypeError's Value holds
+// (encoding/json's "number 1e400", segmentio's "1e400}" quoted or its
+// "number 300 overflows"), or "".
+func numberIn(v string) string {
+	v = strings.TrimSpace(v)
+	if u, err := strconv.Unquote(v); err == nil {
+		v = strings.TrimSpace(u)
+	} else if rest, ok := strings.CutPrefix(v, "number "); ok {
+		v = rest
+	} else {
+		return ""
+	}
+	return jsonNumber.FindString(v)
+}
+
+// numberRange says which numbers t, a number type, holds: "a whole number
+// from 0 to 255", "a number within ±3.4028234663852886e+38".
+func numberRange(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	bits := t.Bits()
+	switch t.Kind() {
+	case reflect.Float32:
+		return fmt.Sprintf("a number within ±%v", float64(math.MaxFloat32))
+	case reflect.Float64:
+		return fmt.Sprintf("a number within ±%v", math.MaxFloat64)
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return fmt.Sprintf("a whole number from %d to %d", int64(-1)<<(bits-1), int64(uint64(1)<<(bits-1)-1))
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return fmt.Sprintf("a whole number from 0 to %d", uint64(1)<<(bits-1)<<1-1)
+	}
+	return ""
 }
 
 // Describe says what an error of decoding JSON into a type the caller

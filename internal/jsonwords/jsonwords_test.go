@@ -69,3 +69,30 @@ func TestExplain(t *testing.T) {
 		t.Error("Explain(nil) is not nil")
 	}
 }
+
+// TestNumberOutOfItsType: a JSON number that its field's type cannot hold
+// (a float past float64's range, a fraction or a number too large for an
+// integer field) is said with the number and the range, by either decoder:
+// it read `"e" must be a number, not a JSON number`, a number.
+func TestNumberOutOfItsType(t *testing.T) {
+	var v struct {
+		E any     `json:"e"`
+		F float32 `json:"f"`
+		N int     `json:"n"`
+		U uint8   `json:"u"`
+	}
+	for in, want := range map[string]string{
+		`{"e": 1e400, "x": 1}`: `"e" must be a number within ±1.7976931348623157e+308, not 1e400`,
+		`{"f": -1e39}`:         `"f" must be a number within ±3.4028234663852886e+38, not -1e39`,
+		`{"n": 1.5}`:           `"n" must be a whole number from -9223372036854775808 to 9223372036854775807, not 1.5`,
+		`{"n": 1e30}`:          `"n" must be a whole number from -9223372036854775808 to 9223372036854775807, not 1e30`,
+		`{"u": 300}`:           `"u" must be a whole number from 0 to 255, not 300`,
+		`{"u": -1}`:            `"u" must be a whole number from 0 to 255, not -1`,
+	} {
+		for dec, err := range map[string]error{"encoding/json": json.Unmarshal([]byte(in), &v), "segmentio": segjson.Unmarshal([]byte(in), &v)} {
+			if got := Describe(fmt.Errorf("calling: %w", err)); got != want {
+				t.Errorf("Describe(%s's error for %s) = %q (the error: %v), want %q", dec, in, got, err, want)
+			}
+		}
+	}
+}

@@ -173,6 +173,9 @@ func said(ctx context.Context, err error, timeout time.Duration) string {
 		return ""
 	case errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded):
 		return fmt.Sprintf("no answer within %s", timeout)
+	case errors.Is(ctx.Err(), context.Canceled):
+		// A signal (Ctrl-C): "no answer from …: context canceled".
+		return "interrupted before it answered"
 	}
 	return err.Error()
 }
@@ -201,11 +204,14 @@ func revoke(ctx context.Context, hc *http.Client, endpoint string, client Client
 	if basic {
 		req.SetBasicAuth(url.QueryEscape(client.ID), url.QueryEscape(client.Secret))
 	}
-	resp, err := hc.Do(req)
+	resp, err := notFollowing(hc).Do(req)
 	if err != nil {
 		return fmt.Errorf("no answer from %s: %w", redacted(endpoint), unwrapURL(err))
 	}
 	defer resp.Body.Close()
+	if isRedirect(resp) {
+		return fmt.Errorf("%s answered %s, a redirect to %s, which is not followed with a token (the revocation_endpoint of its metadata may be out of date)", redacted(endpoint), resp.Status, redirectTarget(resp))
+	}
 	if resp.StatusCode == http.StatusOK {
 		io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
 		return nil

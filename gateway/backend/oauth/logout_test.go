@@ -3,11 +3,13 @@ package oauth_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -279,5 +281,78 @@ func TestLogoutWhileConnected(t *testing.T) {
 	var nl *oauth.NeedsLoginError
 	if err := ping(); !errors.As(err, &nl) || nl.Reason != "the login was removed (toolgate auth logout)" {
 		t.Errorf("a request after the logout: %v; want a login needed, the login removed", err)
+	}
+}
+
+// TestLogoutRedirectNotFollowed: a revocation endpoint or a registration
+// URI that answers with a redirect has not revoked or deleted anything,
+// and the token goes nowhere else: the logout says where it was sent,
+// and does not follow. It followed: a 302 of the revocation endpoint
+// became a GET of a login page, a 301 of the registration URI a GET of
+// the client's registration, and each 200 read as "Revoked …" and
+// "Deleted there the client …" when nothing was.
+func TestLogoutRedirectNotFollowed(t *testing.T) {
+	_, _, store, _ := loggedIn(t, nil)
+	var followed atomic.Int64 // requests that reached where a redirect led
+	mux := http.NewServeMux()
+	hs := httptest.NewServer(mux)
+	t.Cleanup(hs.Close)
+	mux.HandleFunc("GET /.well-known/oauth-authorization-server", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"issuer": %q, "authorization_endpoint": "%[1]s/authorize", "token_endpoint": "%[1]s/token", "revocation_endpoint": "%[1]s/revoke",
+			"response_types_supported": ["code"], "code_challenge_methods_supported": ["S256"]}`, hs.URL)
+	})
+	mux.HandleFunc("POST /revoke", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/login", http.StatusFound) })
+	mux.HandleFunc("DELETE /register/c1", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/register/c1/", http.StatusMovedPermanently)
+	})
+	for _, p := range []string{"/login", "/register/c1/"} {
+		mux.HandleFunc(p, func(w http.ResponseWriter, _ *http.Request) {
+			followed.Add(1)
+			w.Write([]byte("ok"))
+		})
+	}
+	c, _ := store.Load("demo")
+	c.Issuer = hs.URL
+	c.Client.ID, c.Client.RegistrationURI, c.Client.RegistrationToken = "c1", hs.URL+"/register/c1", "rat-c1"
+	if err := store.Save(c); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := oauth.Logout(context.Background(), store, "demo", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		oauth.PartRefreshToken: hs.URL + "/revoke answered 302 Found, a redirect to " + hs.URL + "/login, which is not followed with a token",
+		oauth.PartAccessToken:  "a redirect to " + hs.URL + "/login",
+		oauth.PartClient:       "DELETE " + hs.URL + "/register/c1 answered 301 Moved Permanently, a redirect to " + hs.URL + "/register/c1/, which is not followed",
+	}
+	if len(rep.Steps) != len(want) {
+		t.Errorf("steps:\n%s", stepsSay(rep.Steps))
+	}
+	for _, s := range rep.Steps {
+		if s.Done || !strings.Contains(s.Why, want[s.Part]) {
+			t.Errorf("%s: done=%v %q; want not done, %q", s.Part, s.Done, s.Why, want[s.Part])
+		}
+	}
+	if n := followed.Load(); n != 0 {
+		t.Errorf("%d requests followed a redirect", n)
+	}
+}
+
+// TestLogoutInterrupted: a logout stopped by a signal says the
+// authorization server was interrupted, not "context canceled".
+func TestLogoutInterrupted(t *testing.T) {
+	_, _, store, _ := loggedIn(t, func(as *oauthtest.AuthServer) { as.OfferRevocation(); as.ManageClients() })
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	rep, err := oauth.Logout(ctx, store, "demo", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range rep.Steps {
+		if s.Done || !strings.HasSuffix(s.Why, "interrupted before it answered") {
+			t.Errorf("%s: done=%v %q; want not done, interrupted", s.Part, s.Done, s.Why)
+		}
 	}
 }

@@ -111,19 +111,46 @@ func deleteRegistration(ctx context.Context, hc *http.Client, c Client) error {
 		return err
 	}
 	req.Header.Set("Authorization", "Bearer "+c.RegistrationToken)
-	resp, err := hc.Do(req)
+	resp, err := notFollowing(hc).Do(req)
 	if err != nil {
 		return fmt.Errorf("no answer from %s: %w", redacted(c.RegistrationURI), unwrapURL(err))
 	}
 	defer resp.Body.Close()
 	said, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
 	switch {
+	case isRedirect(resp):
+		return fmt.Errorf("DELETE %s answered %s, a redirect to %s, which is not followed with the registration token: the client may still be registered there", redacted(c.RegistrationURI), resp.Status, redirectTarget(resp))
 	case resp.StatusCode >= 200 && resp.StatusCode < 300:
 		return nil
 	case resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusGone:
 		return errClientGone
 	}
 	return fmt.Errorf("DELETE %s answered %s (%q)", redacted(c.RegistrationURI), resp.Status, oneline.Cut(string(bytes.TrimSpace(said)), 120))
+}
+
+// notFollowing is hc for a request that carries a token (a revocation,
+// a client's DELETE): a redirect is its answer, not followed. Followed, a
+// 301, 302 or 303 turned it into a GET of the new address, whose 200 (a
+// login page, the client's own registration) read as revoked or deleted
+// when nothing was; a 307 or 308 sent the token on to wherever it led.
+func notFollowing(hc *http.Client) *http.Client {
+	c := *hc
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return &c
+}
+
+// isRedirect reports whether resp (of a request sent notFollowing) is a
+// redirect.
+func isRedirect(resp *http.Response) bool {
+	return resp.StatusCode >= 300 && resp.StatusCode < 400 && resp.Header.Get("Location") != ""
+}
+
+// redirectTarget is where resp, a redirect, leads, for a message.
+func redirectTarget(resp *http.Response) string {
+	if u, err := resp.Location(); err == nil {
+		return redacted(u.String())
+	}
+	return "an unparsable Location"
 }
 
 // redacted is raw with any password and query left out, for a log.

@@ -671,15 +671,56 @@ func trimmedName(name string) string {
 // idsMeant is the IDs caller may see that n, none of them as written, may
 // mean: in another case or with "_" for "-" (catalog.Meant, as a server's
 // name is read), else with another separator between server and tool
-// (otherSeparator). Several when n cannot tell them apart: my-fs__read
-// beside my_fs__read, written "My-fs__read" or "my.fs__read".
+// (otherSeparator), else the one tool caller may see whose own name n is
+// (bareName). Several when n cannot tell them apart: my-fs__read beside
+// my_fs__read, written "My-fs__read" or "my.fs__read".
 func (g *Gateway) idsMeant(c *policy.Caller, n string) []string {
 	ids := g.searcher.IDs()
 	meant := catalog.Meant(n, ids)
 	if len(meant) == 0 {
 		meant = otherSeparator(n, ids)
 	}
-	return slices.DeleteFunc(meant, func(id string) bool { return !g.visible(c, id) })
+	meant = slices.DeleteFunc(meant, func(id string) bool { return !g.visible(c, id) })
+	if len(meant) == 0 {
+		meant = bareName(n, slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return !g.visible(c, id) }))
+	}
+	return meant
+}
+
+// bareName is the ID of ids whose tool part is n, a name written without
+// its server ("read_text_file", the slip a model makes most after a
+// search showed filesystem__read_text_file), read as catalog.Meant reads
+// a name; none when no tool or several have it (the answer then names
+// them: a name two servers share says which). It answered `tool name
+// "read_text_file" is not namespaced … Closest names:
+// filesystem__read_text_file`, and the model had to call again.
+func bareName(n string, ids []string) []string {
+	if strings.Contains(n, catalog.Sep) || n == "" {
+		return nil
+	}
+	tools := make([]string, 0, len(ids))
+	for _, id := range ids {
+		_, tool, _ := strings.Cut(id, catalog.Sep)
+		tools = append(tools, tool)
+	}
+	want := n
+	if !slices.Contains(tools, n) {
+		meant := catalog.Meant(n, tools)
+		if len(meant) != 1 {
+			return nil
+		}
+		want = meant[0]
+	}
+	var found []string
+	for i, tool := range tools {
+		if tool == want {
+			found = append(found, ids[i])
+		}
+	}
+	if len(found) != 1 {
+		return nil
+	}
+	return found
 }
 
 // otherSeparator is the IDs of ids that n names with another separator

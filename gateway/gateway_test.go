@@ -549,7 +549,7 @@ func TestExecuteTool(t *testing.T) {
 	}{
 		{"unknown tool offers closest", map[string]any{"name": "filesystem__list_directori"}, `unknown tool "filesystem__list_directori". Closest names: filesystem__list_directory`, false},
 		{"same tool other server", map[string]any{"name": "fs__list_directory"}, "Closest names: filesystem__list_directory", false},
-		{"not namespaced", map[string]any{"name": "list_directory"}, "not namespaced", false},
+		{"not namespaced", map[string]any{"name": "no_such_tool"}, "not namespaced", false},
 		{"missing name", map[string]any{}, `needs "name"`, false},
 		{"name not a string", map[string]any{"name": 42}, `"arguments": {...}}: "name" must be a string, not a JSON number`, false},
 		{"not an object", []string{"everything__add"}, `arguments must be an object like {"name": "server__tool", "arguments": {...}}: a JSON array, not an object`, false},

@@ -489,11 +489,51 @@ func TestExecuteToolNameAsWritten(t *testing.T) {
 		}
 	}
 	// Not guessed: a name of no tool, and one of two ("memory.dup").
-	for _, name := range []string{"filesystem.nope", "memory.dup", "list_directory"} {
+	for _, name := range []string{"filesystem.nope", "memory.dup", "DUP"} {
 		ran = nil
 		if res := call(t, cs, ExecuteToolName, map[string]any{"name": name}); !res.IsError || len(ran) != 0 {
 			t.Errorf("%q: isError=%v, ran %v", name, res.IsError, ran)
 		}
+	}
+}
+
+// TestExecuteToolBareName: a tool's name without its server, the slip a
+// model makes most after search_tools showed server__tool, runs the one
+// tool the caller may see that has it; a name two servers' tools share is
+// not guessed, and the answer names both.
+func TestExecuteToolBareName(t *testing.T) {
+	var ran []string
+	caller := &fakeCaller{call: func(server, tool string, args map[string]any) (*mcp.CallToolResult, error) {
+		ran = append(ran, server+"/"+tool)
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil
+	}}
+	g, fs := newTestGateway(t, caller)
+	fs.tools = append(fs.tools[:len(fs.tools):len(fs.tools)], catalog.Tool{Server: "memory", Name: "write_file"})
+	cs := connect(t, g)
+	for name, want := range map[string]string{
+		"list_directory":    "filesystem/list_directory",
+		" `add()` ":         "everything/add",
+		"Create-Entities":   "memory/create_entities",
+		"do__it":            "", // an ID's form: server "do", not weird__do__it
+		"write_file":        "", // two servers have it
+		"nope_nothing_else": "",
+	} {
+		ran = nil
+		args := map[string]any{"path": "/", "a": 1, "b": 2, "entities": []any{}}
+		if strings.Contains(name, "list_directory") {
+			args = map[string]any{"path": "/"}
+		}
+		res := call(t, cs, ExecuteToolName, map[string]any{"name": name, "arguments": args})
+		switch {
+		case want != "" && (res.IsError || len(ran) != 1 || ran[0] != want):
+			t.Errorf("%q: ran %v, want %s: %s", name, ran, want, text(res))
+		case want == "" && (!res.IsError || len(ran) != 0):
+			t.Errorf("%q: isError=%v, ran %v", name, res.IsError, ran)
+		}
+	}
+	res := call(t, cs, ExecuteToolName, map[string]any{"name": "write_file"})
+	if txt := text(res); !strings.Contains(txt, "filesystem__write_file") || !strings.Contains(txt, "memory__write_file") {
+		t.Errorf("a name two servers share does not name both: %s", txt)
 	}
 }
 

@@ -981,8 +981,15 @@ func toolArgs(raw json.RawMessage) (args, forSchema map[string]any, plain bool, 
 		var s string
 		if json.Unmarshal(t, &s) == nil {
 			if inner := unfence(bytes.TrimSpace([]byte(s))); len(inner) > 0 && (inner[0] == '{' || inner[0] == '"') {
-				if args, forSchema, _, err := toolArgs(inner); err == nil {
+				args, forSchema, _, err := toolArgs(inner)
+				if err == nil {
 					return args, forSchema, false, nil
+				}
+				// An object cut short or mistyped in the text: "must be a
+				// JSON object" told a model that wrote one nothing it
+				// could fix.
+				if why := unparsed(inner); why != "" && inner[0] == '{' {
+					return nil, nil, false, fmt.Errorf(`"arguments" is a string whose JSON does not parse (%s): send "arguments" as an object (got %s)`, why, oneline.Cut(string(t), 60))
 				}
 			}
 		}
@@ -1001,6 +1008,23 @@ func toolArgs(raw json.RawMessage) (args, forSchema map[string]any, plain bool, 
 	}
 	f, _ := floatNumbers(m)
 	return m, f.(map[string]any), false, nil
+}
+
+// unparsed says why t is not JSON, where it stops ("unexpected end of
+// JSON input after byte 15"), or "" when it is.
+func unparsed(t []byte) string {
+	var v any
+	err := json.Unmarshal(t, &v)
+	var syn *json.SyntaxError
+	switch {
+	case err == nil:
+		return ""
+	case errors.As(err, &syn) && syn.Offset >= int64(len(t)):
+		return fmt.Sprintf("%v after byte %d", err, len(t))
+	case errors.As(err, &syn):
+		return fmt.Sprintf("%v at byte %d", err, syn.Offset)
+	}
+	return err.Error()
 }
 
 // unfence is t without a Markdown code fence around it ("```json\n…\n```"

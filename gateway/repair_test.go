@@ -424,10 +424,22 @@ func TestExecuteToolArgumentsInAString(t *testing.T) {
 			t.Errorf("%q: isError=%v %s; the backend got %v", around, res.IsError, text(res), got)
 		}
 	}
-	for _, bad := range []string{"a and b", `[1, 2]`, `{"a": 1`, "```json\n[1, 2]\n```", `"\"a\""`} {
+	for _, bad := range []string{"a and b", `[1, 2]`, "```json\n[1, 2]\n```", `"\"a\""`} {
 		res = call(t, cs, ExecuteToolName, map[string]any{"name": "everything__add", "arguments": bad})
 		if !res.IsError || !strings.Contains(text(res), `"arguments" must be a JSON object (got "`) {
 			t.Errorf("%q: isError=%v %s", bad, res.IsError, text(res))
+		}
+	}
+	// An object in the string that does not parse: where it stops, not
+	// "must be a JSON object", which the model thought it had sent.
+	for bad, want := range map[string]string{
+		`{"a": 1, "b": 2`:                `"arguments" is a string whose JSON does not parse (unexpected end of JSON input after byte 15): send "arguments" as an object (got "{\"a\": 1, \"b\": 2")`,
+		`{"a": 1 "b": 2}`:                `(invalid character '"' after object key:value pair at byte 9)`,
+		"```json\n{'a': 1, 'b': 2}\n```": `(invalid character '\'' looking for beginning of object key string at byte 2)`,
+	} {
+		res = call(t, cs, ExecuteToolName, map[string]any{"name": "everything__add", "arguments": bad})
+		if !res.IsError || !strings.Contains(text(res), want) || !strings.Contains(text(res), `{"name":"everything__add","arguments":{"a":0,"b":0}}`) {
+			t.Errorf("%q: isError=%v %s\nwant %s", bad, res.IsError, text(res), want)
 		}
 	}
 	if n := caller.calls.Load(); n != 4 {

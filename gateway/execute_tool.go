@@ -1118,7 +1118,7 @@ func (g *Gateway) callError(ctx context.Context, name, server string, err error)
 				return toolError("execute_tool %s: %s; %s.", name, de.Reason, none)
 			}
 		}
-		return toolError("execute_tool %s: %v", name, err)
+		return toolError("execute_tool %s: %v.", name, err)
 	case errors.Is(err, limit.ErrBusy): // an UnavailableError too
 		g.log.Warn("backend busy", "tool", name, "server", server, "err", err)
 		return toolError("execute_tool %s: server %q is busy (%v). Retry in a moment; the other servers are not affected.", name, server, unavailableCause(err))

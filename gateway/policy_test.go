@@ -271,6 +271,14 @@ func TestSearchServerDisabled(t *testing.T) {
 		if c.told && !strings.Contains(text(res), enable) {
 			t.Errorf("%s: execute_tool of a disabled server's tool: %s", c.name, text(res))
 		}
+		// A sentence that ends: it ended "… to find a tool you can run".
+		if c.name != "stdio" { // a key of the one server reads that it reaches no tool
+			continue
+		}
+		res = call(t, cs, ExecuteToolName, map[string]any{"name": "everything__add", "arguments": map[string]any{"a": 1, "b": 2}})
+		if want := "execute_tool everything__add: " + enable + " (or `toolgate servers enable everything`) turns it back on. Call search_tools to find a tool you can run."; text(res) != want {
+			t.Errorf("%s: execute_tool of a disabled server's listed tool: %s\nwant %s", c.name, text(res), want)
+		}
 	}
 }
 

@@ -218,8 +218,12 @@ func (g *Gateway) parseSearchArgs(c *policy.Caller, raw json.RawMessage) (search
 		}
 	}
 	if v, ok := m["detail"]; ok && string(v) != "null" {
-		if json.Unmarshal(v, &a.Detail) != nil || a.Detail != DetailCompact && a.Detail != DetailFull {
-			return a, fmt.Sprintf(`search_tools: "detail" must be "compact" (the default: one line and the arguments per tool) or "full" (also each tool's input schema), got %s.`, oneline.Cut(string(v), 30))
+		// In any case and with space around it ("Full", " full "), as
+		// "server" and "readOnly" are read: one more call for a word the
+		// model had right.
+		err := json.Unmarshal(v, &a.Detail)
+		if a.Detail = strings.ToLower(strings.TrimSpace(a.Detail)); err != nil || a.Detail != DetailCompact && a.Detail != DetailFull {
+			return a, fmt.Sprintf(`search_tools: "detail" must be "compact" (the default: one line and the arguments per tool) or "full" (also each tool's input and output schemas), got %s.`, oneline.Cut(string(v), 30))
 		}
 	}
 	// A server named with space around it, with the separator after it

@@ -624,13 +624,21 @@ func renderSearch(a searchArgs, r SearchResult, args func(server string) map[str
 			fmt.Fprintf(&b, "  confidence %.2f\n", t.Confidence)
 		}
 		if t.Unavailable != "" {
+			// A server still connecting: its tools run, the call waits
+			// for it. "UNAVAILABLE" over that reason put a model off the
+			// tools of every server that had not connected yet, as they
+			// are at a stdio client's first search.
+			tag := "UNAVAILABLE"
+			if strings.Contains(t.Unavailable, backend.CallWaits) {
+				tag = "NOTE"
+			}
 			// Said once, on one line: a down server's reason may hold
 			// the last lines of its stderr, under each of its tools.
 			if first, ok := said[t.Unavailable]; ok {
-				fmt.Fprintf(&b, "   UNAVAILABLE: as %d.\n", first)
+				fmt.Fprintf(&b, "   %s: as %d.\n", tag, first)
 			} else {
 				said[t.Unavailable] = i + 1
-				fmt.Fprintf(&b, "   UNAVAILABLE: %s\n", oneline.Cut(t.Unavailable, downReasonChars))
+				fmt.Fprintf(&b, "   %s: %s\n", tag, oneline.Cut(t.Unavailable, downReasonChars))
 			}
 		}
 		if a.Detail == DetailFull {

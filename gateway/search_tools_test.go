@@ -11,6 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolgate/toolgate/gateway/backend"
 	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/internal/oneline"
 	"github.com/toolgate/toolgate/internal/testenv"
@@ -403,6 +404,8 @@ func TestSearchToolsUnavailableOnce(t *testing.T) {
 			return why
 		case "memory":
 			return `server "memory" is still connecting`
+		case "everything":
+			return `server "everything" is still connecting (` + backend.CallWaits + `)`
 		}
 		return ""
 	}})
@@ -416,6 +419,8 @@ func TestSearchToolsUnavailableOnce(t *testing.T) {
 		"1. memory__create_entities  confidence 0.00\n   UNAVAILABLE: server \"memory\" is still connecting\n",
 		"2. filesystem__list_directory [read-only]  confidence 0.00\n   UNAVAILABLE: " + oneline.Cut(why, downReasonChars) + "\n",
 		"5. filesystem__write_file [destructive]  confidence 0.00\n   UNAVAILABLE: as 2.\n",
+		// Its tools run: the call waits for the connection.
+		"3. everything__add  confidence 0.00\n   NOTE: server \"everything\" is still connecting (a call of its tools waits for it)\n",
 	} {
 		if !strings.Contains(txt, want) {
 			t.Errorf("text lacks %q:\n%s", want, txt)

@@ -685,6 +685,22 @@ func writeDown(b *strings.Builder, down []DownServer, disabled int, hint string)
 	for _, d := range off {
 		fmt.Fprintf(b, "\nNot searched: %s; it has tools that fit this query.", oneline.Cut(d.Reason, downReasonChars))
 	}
+	// A server still connecting will list its tools: "cannot run now"
+	// and "once one runs" told a model to give up on what a search a few
+	// seconds later finds (a server that npx or uvx fetches first takes
+	// that long at a cold start).
+	var starting []DownServer
+	down = slices.DeleteFunc(slices.Clone(down), func(d DownServer) bool {
+		if strings.Contains(d.Reason, backend.CallWaits) {
+			starting = append(starting, d)
+			return true
+		}
+		return false
+	})
+	for _, d := range starting {
+		why := strings.Replace(d.Reason, " ("+backend.CallWaits+")", "", 1)
+		fmt.Fprintf(b, "\nNot searched yet: %s, and has not listed its tools: search again in a few seconds.", oneline.Cut(why, downReasonChars))
+	}
 	if len(down) == 0 {
 		return
 	}

@@ -683,15 +683,56 @@ func trimmedName(name string) string {
 // idsMeant is the IDs caller may see that n, none of them as written, may
 // mean: in another case or with "_" for "-" (catalog.Meant, as a server's
 // name is read), else with another separator between server and tool
-// (otherSeparator). Several when n cannot tell them apart: my-fs__read
-// beside my_fs__read, written "My-fs__read" or "my.fs__read".
+// (otherSeparator), else the one tool caller may see whose own name n is
+// (bareName). Several when n cannot tell them apart: my-fs__read beside
+// my_fs__read, written "My-fs__read" or "my.fs__read".
 func (g *Gateway) idsMeant(c *policy.Caller, n string) []string {
 	ids := g.searcher.IDs()
 	meant := catalog.Meant(n, ids)
 	if len(meant) == 0 {
 		meant = otherSeparator(n, ids)
 	}
-	return slices.DeleteFunc(meant, func(id string) bool { return !g.visible(c, id) })
+	meant = slices.DeleteFunc(meant, func(id string) bool { return !g.visible(c, id) })
+	if len(meant) == 0 {
+		meant = bareName(n, slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return !g.visible(c, id) }))
+	}
+	return meant
+}
+
+// bareName is the ID of ids whose tool part is n, a name written without
+// its server ("read_text_file", the slip a model makes most after a
+// search showed filesystem__read_text_file), read as catalog.Meant reads
+// a name; none when no tool or several have it (the answer then names
+// them: a name two servers share says which). It answered `tool name
+// "read_text_file" is not namespaced … Closest names:
+// filesystem__read_text_file`, and the model had to call again.
+func bareName(n string, ids []string) []string {
+	if strings.Contains(n, catalog.Sep) || n == "" {
+		return nil
+	}
+	tools := make([]string, 0, len(ids))
+	for _, id := range ids {
+		_, tool, _ := strings.Cut(id, catalog.Sep)
+		tools = append(tools, tool)
+	}
+	want := n
+	if !slices.Contains(tools, n) {
+		meant := catalog.Meant(n, tools)
+		if len(meant) != 1 {
+			return nil
+		}
+		want = meant[0]
+	}
+	var found []string
+	for i, tool := range tools {
+		if tool == want {
+			found = append(found, ids[i])
+		}
+	}
+	if len(found) != 1 {
+		return nil
+	}
+	return found
 }
 
 // otherSeparator is the IDs of ids that n names with another separator
@@ -952,8 +993,15 @@ func toolArgs(raw json.RawMessage) (args, forSchema map[string]any, plain bool, 
 		var s string
 		if json.Unmarshal(t, &s) == nil {
 			if inner := unfence(bytes.TrimSpace([]byte(s))); len(inner) > 0 && (inner[0] == '{' || inner[0] == '"') {
-				if args, forSchema, _, err := toolArgs(inner); err == nil {
+				args, forSchema, _, err := toolArgs(inner)
+				if err == nil {
 					return args, forSchema, false, nil
+				}
+				// An object cut short or mistyped in the text: "must be a
+				// JSON object" told a model that wrote one nothing it
+				// could fix.
+				if why := unparsed(inner); why != "" && inner[0] == '{' {
+					return nil, nil, false, fmt.Errorf(`"arguments" is a string whose JSON does not parse (%s): send "arguments" as an object (got %s)`, why, oneline.Cut(string(t), 60))
 				}
 			}
 		}
@@ -972,6 +1020,23 @@ func toolArgs(raw json.RawMessage) (args, forSchema map[string]any, plain bool, 
 	}
 	f, _ := floatNumbers(m)
 	return m, f.(map[string]any), false, nil
+}
+
+// unparsed says why t is not JSON, where it stops ("unexpected end of
+// JSON input after byte 15"), or "" when it is.
+func unparsed(t []byte) string {
+	var v any
+	err := json.Unmarshal(t, &v)
+	var syn *json.SyntaxError
+	switch {
+	case err == nil:
+		return ""
+	case errors.As(err, &syn) && syn.Offset >= int64(len(t)):
+		return fmt.Sprintf("%v after byte %d", err, len(t))
+	case errors.As(err, &syn):
+		return fmt.Sprintf("%v at byte %d", err, syn.Offset)
+	}
+	return err.Error()
 }
 
 // unfence is t without a Markdown code fence around it ("```json\n…\n```"
@@ -1065,7 +1130,7 @@ func (g *Gateway) callError(ctx context.Context, name, server string, err error)
 				return toolError("execute_tool %s: %s; %s.", name, de.Reason, none)
 			}
 		}
-		return toolError("execute_tool %s: %v", name, err)
+		return toolError("execute_tool %s: %v.", name, err)
 	case errors.Is(err, limit.ErrBusy): // an UnavailableError too
 		g.log.Warn("backend busy", "tool", name, "server", server, "err", err)
 		return toolError("execute_tool %s: server %q is busy (%v). Retry in a moment; the other servers are not affected.", name, server, unavailableCause(err))

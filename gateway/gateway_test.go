@@ -297,9 +297,11 @@ func TestSearchTools(t *testing.T) {
 			r.NoMatch = true
 			return r, err
 		}
-		g2.opts.Servers = func() []string { return []string{"everything", "gh", "memory", "time"} }
+		g2.opts.Servers = func() []string { return []string{"everything", "gh", "memory", "slow", "time"} }
 		g2.opts.Unavailable = func(s string, _ bool) string {
 			switch s {
+			case "slow":
+				return `server "slow" is still connecting (` + backend.CallWaits + `)`
 			case "gh":
 				return `server "gh" is down: variable ${GH_TOKEN} (env.GITHUB_TOKEN) is not set`
 			case "time", "memory": // memory's tools are in the catalog: marked, not named
@@ -309,13 +311,16 @@ func TestSearchTools(t *testing.T) {
 		}
 		res := call(t, connect(t, g2), SearchToolName, map[string]any{"query": "what time is it"})
 		got := structured(t, res)
-		want := []DownServer{{"gh", `server "gh" is down: variable ${GH_TOKEN} (env.GITHUB_TOKEN) is not set`}, {"time", `server "time" is down: command "uvx" not found in PATH: check command/PATH`}}
+		want := []DownServer{{"gh", `server "gh" is down: variable ${GH_TOKEN} (env.GITHUB_TOKEN) is not set`}, {"slow", `server "slow" is still connecting (a call of its tools waits for it)`}, {"time", `server "time" is down: command "uvx" not found in PATH: check command/PATH`}}
 		if res.IsError || !slices.Equal(got.DownServers, want) {
 			t.Errorf("downServers %+v, want %+v", got.DownServers, want)
 		}
 		txt := text(res)
 		for _, w := range []string{"\nNot searched: 2 servers never listed their tools and cannot run now, so a tool of theirs cannot be found:\n",
-			"- gh: server \"gh\" is down: variable ${GH_TOKEN} (env.GITHUB_TOKEN) is not set\n", "- time: server \"time\" is down"} {
+			"- gh: server \"gh\" is down: variable ${GH_TOKEN} (env.GITHUB_TOKEN) is not set\n", "- time: server \"time\" is down",
+			// Still connecting: it will list its tools; a search a few
+			// seconds later finds them.
+			"\nNot searched yet: server \"slow\" is still connecting, and has not listed its tools: search again in a few seconds.\n"} {
 			if !strings.Contains(txt, w) {
 				t.Errorf("text lacks %q:\n%s", w, txt)
 			}
@@ -354,8 +359,8 @@ func TestSearchTools(t *testing.T) {
 				t.Errorf("caller %s: %+v, want none", c, d)
 			}
 		}
-		if d := g2.downServers(&policy.Caller{Transport: policy.TransportHTTP, Key: &policy.Key{Name: "root", Admin: true}}, ""); len(d) != 2 {
-			t.Errorf("admin key: %+v, want both", d)
+		if d := g2.downServers(&policy.Caller{Transport: policy.TransportHTTP, Key: &policy.Key{Name: "root", Admin: true}}, ""); len(d) != 3 {
+			t.Errorf("admin key: %+v, want all three", d)
 		}
 	})
 
@@ -549,7 +554,7 @@ func TestExecuteTool(t *testing.T) {
 	}{
 		{"unknown tool offers closest", map[string]any{"name": "filesystem__list_directori"}, `unknown tool "filesystem__list_directori". Closest names: filesystem__list_directory`, false},
 		{"same tool other server", map[string]any{"name": "fs__list_directory"}, "Closest names: filesystem__list_directory", false},
-		{"not namespaced", map[string]any{"name": "list_directory"}, "not namespaced", false},
+		{"not namespaced", map[string]any{"name": "no_such_tool"}, "not namespaced", false},
 		{"missing name", map[string]any{}, `needs "name"`, false},
 		{"name not a string", map[string]any{"name": 42}, `"arguments": {...}}: "name" must be a string, not a JSON number`, false},
 		{"not an object", []string{"everything__add"}, `arguments must be an object like {"name": "server__tool", "arguments": {...}}: a JSON array, not an object`, false},

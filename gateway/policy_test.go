@@ -3,6 +3,7 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -270,6 +271,14 @@ func TestSearchServerDisabled(t *testing.T) {
 		res := call(t, cs, ExecuteToolName, map[string]any{"name": "everything__echo", "arguments": map[string]any{"message": "hi"}})
 		if c.told && !strings.Contains(text(res), enable) {
 			t.Errorf("%s: execute_tool of a disabled server's tool: %s", c.name, text(res))
+		}
+		// A sentence that ends: it ended "… to find a tool you can run".
+		if c.name != "stdio" { // a key of the one server reads that it reaches no tool
+			continue
+		}
+		res = call(t, cs, ExecuteToolName, map[string]any{"name": "everything__add", "arguments": map[string]any{"a": 1, "b": 2}})
+		if want := "execute_tool everything__add: " + enable + " (or `toolgate servers enable everything`) turns it back on. Call search_tools to find a tool you can run."; text(res) != want {
+			t.Errorf("%s: execute_tool of a disabled server's listed tool: %s\nwant %s", c.name, text(res), want)
 		}
 	}
 }
@@ -662,5 +671,41 @@ func TestDeniedNameEchoBounded(t *testing.T) {
 	}
 	if n := logs.Len(); n == 0 || n > 4096 {
 		t.Errorf("the log took %d bytes for the refusal: %.300s", n, logs.String())
+	}
+}
+
+// TestSearchNamesDisabledFitting: a search that finds nothing fitting,
+// while a server disabled at run time has a tool that fits, names that
+// server and how to enable it, in the text and in downServers; it said
+// only that no tool fits, and the model reworded its query for a tool
+// that was hidden, not missing. A disabled server whose tools do not fit,
+// or that the caller's own rules do not show, is not named.
+func TestSearchNamesDisabledFitting(t *testing.T) {
+	g := policyGateway(t, nil, nil)
+	set := g.opts.Policy.(*policy.Set)
+	set.Put(policy.NewDisabled([]string{"memory", "everything"}))
+	enable := `server "memory" is disabled; toolgate__enable_server (or ` + "`toolgate servers enable memory`" + `) turns it back on`
+	cs := connectAs(t, g, &policy.Caller{Transport: policy.TransportStdio})
+	res := call(t, cs, SearchToolName, map[string]any{"query": "knowledge graph entities"})
+	txt := text(res)
+	if res.IsError || !strings.Contains(txt, "\nNot searched: "+enable+"; it has tools that fit this query.") || strings.Contains(txt, `"everything"`) {
+		t.Errorf("a query only a disabled server's tool fits: isError=%v %s", res.IsError, txt)
+	}
+	var out SearchResult
+	b, _ := json.Marshal(res.StructuredContent)
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	if want := []DownServer{{Name: "memory", Reason: enable}}; !slices.Equal(out.DownServers, want) {
+		t.Errorf("downServers = %+v, want %+v", out.DownServers, want)
+	}
+	// Outside the caller's profile: nothing of it.
+	cs = connectAs(t, g, &policy.Caller{Transport: policy.TransportHTTP, Profile: "kg"})
+	if res := call(t, cs, SearchToolName, map[string]any{"query": "list a directory"}); strings.Contains(text(res), "disabled") {
+		t.Errorf("a profile of memory alone, disabled: %s", text(res))
+	}
+	cs = connectAs(t, g, &policy.Caller{Transport: policy.TransportStdio})
+	if res := call(t, cs, SearchToolName, map[string]any{"query": "paint the fence blue"}); strings.Contains(text(res), "disabled") {
+		t.Errorf("a query no disabled server's tool fits names one: %s", text(res))
 	}
 }

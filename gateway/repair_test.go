@@ -424,10 +424,22 @@ func TestExecuteToolArgumentsInAString(t *testing.T) {
 			t.Errorf("%q: isError=%v %s; the backend got %v", around, res.IsError, text(res), got)
 		}
 	}
-	for _, bad := range []string{"a and b", `[1, 2]`, `{"a": 1`, "```json\n[1, 2]\n```", `"\"a\""`} {
+	for _, bad := range []string{"a and b", `[1, 2]`, "```json\n[1, 2]\n```", `"\"a\""`} {
 		res = call(t, cs, ExecuteToolName, map[string]any{"name": "everything__add", "arguments": bad})
 		if !res.IsError || !strings.Contains(text(res), `"arguments" must be a JSON object (got "`) {
 			t.Errorf("%q: isError=%v %s", bad, res.IsError, text(res))
+		}
+	}
+	// An object in the string that does not parse: where it stops, not
+	// "must be a JSON object", which the model thought it had sent.
+	for bad, want := range map[string]string{
+		`{"a": 1, "b": 2`:                `"arguments" is a string whose JSON does not parse (unexpected end of JSON input after byte 15): send "arguments" as an object (got "{\"a\": 1, \"b\": 2")`,
+		`{"a": 1 "b": 2}`:                `(invalid character '"' after object key:value pair at byte 9)`,
+		"```json\n{'a': 1, 'b': 2}\n```": `(invalid character '\'' looking for beginning of object key string at byte 2)`,
+	} {
+		res = call(t, cs, ExecuteToolName, map[string]any{"name": "everything__add", "arguments": bad})
+		if !res.IsError || !strings.Contains(text(res), want) || !strings.Contains(text(res), `{"name":"everything__add","arguments":{"a":0,"b":0}}`) {
+			t.Errorf("%q: isError=%v %s\nwant %s", bad, res.IsError, text(res), want)
 		}
 	}
 	if n := caller.calls.Load(); n != 4 {
@@ -489,11 +501,51 @@ func TestExecuteToolNameAsWritten(t *testing.T) {
 		}
 	}
 	// Not guessed: a name of no tool, and one of two ("memory.dup").
-	for _, name := range []string{"filesystem.nope", "memory.dup", "list_directory"} {
+	for _, name := range []string{"filesystem.nope", "memory.dup", "DUP"} {
 		ran = nil
 		if res := call(t, cs, ExecuteToolName, map[string]any{"name": name}); !res.IsError || len(ran) != 0 {
 			t.Errorf("%q: isError=%v, ran %v", name, res.IsError, ran)
 		}
+	}
+}
+
+// TestExecuteToolBareName: a tool's name without its server, the slip a
+// model makes most after search_tools showed server__tool, runs the one
+// tool the caller may see that has it; a name two servers' tools share is
+// not guessed, and the answer names both.
+func TestExecuteToolBareName(t *testing.T) {
+	var ran []string
+	caller := &fakeCaller{call: func(server, tool string, args map[string]any) (*mcp.CallToolResult, error) {
+		ran = append(ran, server+"/"+tool)
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil
+	}}
+	g, fs := newTestGateway(t, caller)
+	fs.tools = append(fs.tools[:len(fs.tools):len(fs.tools)], catalog.Tool{Server: "memory", Name: "write_file"})
+	cs := connect(t, g)
+	for name, want := range map[string]string{
+		"list_directory":    "filesystem/list_directory",
+		" `add()` ":         "everything/add",
+		"Create-Entities":   "memory/create_entities",
+		"do__it":            "", // an ID's form: server "do", not weird__do__it
+		"write_file":        "", // two servers have it
+		"nope_nothing_else": "",
+	} {
+		ran = nil
+		args := map[string]any{"path": "/", "a": 1, "b": 2, "entities": []any{}}
+		if strings.Contains(name, "list_directory") {
+			args = map[string]any{"path": "/"}
+		}
+		res := call(t, cs, ExecuteToolName, map[string]any{"name": name, "arguments": args})
+		switch {
+		case want != "" && (res.IsError || len(ran) != 1 || ran[0] != want):
+			t.Errorf("%q: ran %v, want %s: %s", name, ran, want, text(res))
+		case want == "" && (!res.IsError || len(ran) != 0):
+			t.Errorf("%q: isError=%v, ran %v", name, res.IsError, ran)
+		}
+	}
+	res := call(t, cs, ExecuteToolName, map[string]any{"name": "write_file"})
+	if txt := text(res); !strings.Contains(txt, "filesystem__write_file") || !strings.Contains(txt, "memory__write_file") {
+		t.Errorf("a name two servers share does not name both: %s", txt)
 	}
 }
 

@@ -39,13 +39,17 @@ type SearchResult struct {
 	NoMatch bool `json:"noMatch,omitempty"`
 	// DownServers, with NoMatch or no tools, are the servers whose tools
 	// cannot be searched: they never listed them and cannot run now (a
-	// command not found, a variable not set, still connecting, …). To a
-	// caller limited by a profile or an API key's scope, only the servers
-	// of its own profile or scope.
+	// command not found, a variable not set, still connecting, …), or
+	// they are disabled at run time and have a tool that fits the query
+	// (disabledFitting). To a caller limited by a profile or an API key's
+	// scope, only the servers of its own profile or scope.
 	DownServers []DownServer `json:"downServers,omitempty"`
 	// statusHint is where the caller learns more of DownServers
 	// (policy.StatusHint); "" = toolgate__server_status.
 	statusHint string
+	// disabled is how many of DownServers, the last ones, are disabled
+	// servers (disabledFitting) rather than ones that never listed.
+	disabled int
 }
 
 // DownServer is a server whose tools search cannot find, and why.
@@ -146,7 +150,7 @@ func searchTool(defLimit, maxLimit int, description string) *mcp.Tool {
       "required": ["name", "server", "description", "inputSchema", "score", "keyword", "vector", "confidence"]}},
     "mode": {"type": "string", "enum": ["hybrid", "bm25", "vector", "rrf"]},
     "noMatch": {"type": "boolean", "description": "True when no tool fits the query: the tools listed are only the closest, all weak."},
-    "downServers": {"type": "array", "description": "With noMatch or no tools: servers whose tools cannot be searched now (they never listed them and cannot run), with why.",
+    "downServers": {"type": "array", "description": "With noMatch or no tools: servers whose tools cannot be searched now (they never listed them and cannot run, or are disabled and have a tool that fits), with why.",
       "items": {"type": "object", "properties": {"name": {"type": "string"}, "reason": {"type": "string"}}, "required": ["name", "reason"]}}
   },
   "required": ["tools", "mode"]
@@ -214,8 +218,12 @@ func (g *Gateway) parseSearchArgs(c *policy.Caller, raw json.RawMessage) (search
 		}
 	}
 	if v, ok := m["detail"]; ok && string(v) != "null" {
-		if json.Unmarshal(v, &a.Detail) != nil || a.Detail != DetailCompact && a.Detail != DetailFull {
-			return a, fmt.Sprintf(`search_tools: "detail" must be "compact" (the default: one line and the arguments per tool) or "full" (also each tool's input schema), got %s.`, oneline.Cut(string(v), 30))
+		// In any case and with space around it ("Full", " full "), as
+		// "server" and "readOnly" are read: one more call for a word the
+		// model had right.
+		err := json.Unmarshal(v, &a.Detail)
+		if a.Detail = strings.ToLower(strings.TrimSpace(a.Detail)); err != nil || a.Detail != DetailCompact && a.Detail != DetailFull {
+			return a, fmt.Sprintf(`search_tools: "detail" must be "compact" (the default: one line and the arguments per tool) or "full" (also each tool's input and output schemas), got %s.`, oneline.Cut(string(v), 30))
 		}
 	}
 	// A server named with space around it, with the separator after it
@@ -404,10 +412,57 @@ func (g *Gateway) search(ctx context.Context, a searchArgs) (SearchResult, error
 		}
 	}
 	if out.NoMatch || len(out.Tools) == 0 {
-		out.DownServers = g.downServers(caller, a.Server)
+		disabled := g.disabledFitting(ctx, caller, a)
+		out.DownServers, out.disabled = append(g.downServers(caller, a.Server), disabled...), len(disabled)
 		out.statusHint = policy.StatusHint(g.opts.Policy, caller, "")
 	}
 	return out, nil
+}
+
+// disabledFitting are the servers disabled at run time, of those the
+// caller's own rules show (as disabledServer reads them), that have a tool
+// fitting a's query, with the disabled rule's words (how to enable them),
+// as execute_tool of their tools says. A search for what only a disabled
+// server does said that no tool fits and to rephrase: the model reworded
+// a query for tools that were hidden, not missing. A disabled server
+// whose tools do not fit is not named: it would invite enabling it for
+// nothing.
+func (g *Gateway) disabledFitting(ctx context.Context, c *policy.Caller, a searchArgs) []DownServer {
+	if g.opts.Policy == nil || a.Server != "" {
+		return nil
+	}
+	why := map[string]string{}
+	for s := range g.listedServers() {
+		if !g.opts.Policy.Sees(c, policy.AnyTool(s)) {
+			continue
+		}
+		if d := g.opts.Policy.Decide(c, policy.AnyTool(s)); !d.Allowed && d.Rule == policy.RuleDisabled {
+			why[s] = d.Reason
+		}
+	}
+	if len(why) == 0 {
+		return nil
+	}
+	q := search.Query{Text: a.Query, Limit: noMatchTools, Filter: search.NewFilter(func(t catalog.Tool) bool {
+		_, disabled := why[t.Server]
+		return disabled && g.opts.Policy.Sees(c, t)
+	})}
+	if a.ReadOnly {
+		q.Limit, q.Keep = MaxLimit, catalog.Tool.ReadOnly
+	}
+	res, err := g.searcher.Search(context.WithValue(ctx, suggestionKey{}, true), q)
+	if err != nil {
+		return nil
+	}
+	var out []DownServer
+	for _, h := range res.Hits {
+		s := h.Tool.Server
+		if !h.Fits || a.ReadOnly && !h.Tool.ReadOnly() || slices.ContainsFunc(out, func(d DownServer) bool { return d.Name == s }) {
+			continue
+		}
+		out = append(out, DownServer{Name: s, Reason: why[s]})
+	}
+	return out
 }
 
 // downServers are the servers (only server, when set) whose tools are not
@@ -535,7 +590,7 @@ func renderSearch(a searchArgs, r SearchResult, args func(server string) map[str
 			b.WriteString(`, or leave out "readOnly"`)
 		}
 		b.WriteString(".")
-		writeDown(&b, r.DownServers, r.statusHint)
+		writeDown(&b, r.DownServers, r.disabled, r.statusHint)
 		return b.String()
 	}
 	if r.NoMatch {
@@ -569,13 +624,21 @@ func renderSearch(a searchArgs, r SearchResult, args func(server string) map[str
 			fmt.Fprintf(&b, "  confidence %.2f\n", t.Confidence)
 		}
 		if t.Unavailable != "" {
+			// A server still connecting: its tools run, the call waits
+			// for it. "UNAVAILABLE" over that reason put a model off the
+			// tools of every server that had not connected yet, as they
+			// are at a stdio client's first search.
+			tag := "UNAVAILABLE"
+			if strings.Contains(t.Unavailable, backend.CallWaits) {
+				tag = "NOTE"
+			}
 			// Said once, on one line: a down server's reason may hold
 			// the last lines of its stderr, under each of its tools.
 			if first, ok := said[t.Unavailable]; ok {
-				fmt.Fprintf(&b, "   UNAVAILABLE: as %d.\n", first)
+				fmt.Fprintf(&b, "   %s: as %d.\n", tag, first)
 			} else {
 				said[t.Unavailable] = i + 1
-				fmt.Fprintf(&b, "   UNAVAILABLE: %s\n", oneline.Cut(t.Unavailable, downReasonChars))
+				fmt.Fprintf(&b, "   %s: %s\n", tag, oneline.Cut(t.Unavailable, downReasonChars))
 			}
 		}
 		if a.Detail == DetailFull {
@@ -610,14 +673,34 @@ func renderSearch(a searchArgs, r SearchResult, args func(server string) map[str
 		b.WriteString("Call ")
 	}
 	b.WriteString(`execute_tool with {"name": "<name above>", "arguments": {...}}.`)
-	writeDown(&b, r.DownServers, r.statusHint)
+	writeDown(&b, r.DownServers, r.disabled, r.statusHint)
 	return b.String()
 }
 
 // writeDown adds to a search's text the servers whose tools it could not
 // search, one line each, and where to learn more (hint, "" for
 // toolgate__server_status).
-func writeDown(b *strings.Builder, down []DownServer, hint string) {
+func writeDown(b *strings.Builder, down []DownServer, disabled int, hint string) {
+	down, off := down[:len(down)-disabled], down[len(down)-disabled:]
+	for _, d := range off {
+		fmt.Fprintf(b, "\nNot searched: %s; it has tools that fit this query.", oneline.Cut(d.Reason, downReasonChars))
+	}
+	// A server still connecting will list its tools: "cannot run now"
+	// and "once one runs" told a model to give up on what a search a few
+	// seconds later finds (a server that npx or uvx fetches first takes
+	// that long at a cold start).
+	var starting []DownServer
+	down = slices.DeleteFunc(slices.Clone(down), func(d DownServer) bool {
+		if strings.Contains(d.Reason, backend.CallWaits) {
+			starting = append(starting, d)
+			return true
+		}
+		return false
+	})
+	for _, d := range starting {
+		why := strings.Replace(d.Reason, " ("+backend.CallWaits+")", "", 1)
+		fmt.Fprintf(b, "\nNot searched yet: %s, and has not listed its tools: search again in a few seconds.", oneline.Cut(why, downReasonChars))
+	}
 	if len(down) == 0 {
 		return
 	}

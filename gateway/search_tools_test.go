@@ -11,6 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolgate/toolgate/gateway/backend"
 	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/internal/oneline"
 	"github.com/toolgate/toolgate/internal/testenv"
@@ -96,6 +97,12 @@ func TestSearchToolsAnnotationsAndFilters(t *testing.T) {
 		if strings.Contains(compact, `"properties"`) || compact != same {
 			t.Errorf("compact text holds schemas, or differs from the default:\n%s", compact)
 		}
+		// The word right, its case or space not: taken as written.
+		for _, v := range []string{"Full", " FULL "} {
+			if got := call(t, cs, SearchToolName, map[string]any{"query": "files", "limit": 10, "detail": v}); text(got) != full {
+				t.Errorf("detail %q: isError=%v %s", v, got.IsError, text(got))
+			}
+		}
 		for _, want := range []string{`inputSchema: {"type":"object","properties":{"path":{"type":"string"}},"required":["path"],"additionalProperties":false}`, "title: Write file", "score 0.500 (keyword 0.250, vector 0.667), confidence 0.00"} {
 			if !strings.Contains(full, want) {
 				t.Errorf("full text lacks %q:\n%s", want, full)
@@ -111,7 +118,7 @@ func TestSearchToolsAnnotationsAndFilters(t *testing.T) {
 		{"unknown argument", map[string]any{"query": "x", "readonly": true, "max": 3},
 			[]string{`unknown argument "max", "readonly"`, `"query" (string, required)`, `"limit"`, `"server"`, `"readOnly"`, `"detail" ("compact" or "full")`}},
 		{"readOnly not a boolean", map[string]any{"query": "x", "readOnly": "yes"}, []string{`"readOnly" must be true or false, got "yes"`}},
-		{"detail unknown", map[string]any{"query": "x", "detail": "verbose"}, []string{`"detail" must be "compact"`, `got "verbose"`}},
+		{"detail unknown", map[string]any{"query": "x", "detail": "verbose"}, []string{`"detail" must be "compact" (the default: one line and the arguments per tool) or "full" (also each tool's input and output schemas), got "verbose".`}},
 		{"query not a string", map[string]any{"query": 3}, []string{`"query" must be a string`}},
 		{"server not a string", map[string]any{"query": "x", "server": 1}, []string{`"server" must be a server name`, "Servers: everything, filesystem, memory, weird"}},
 	} {
@@ -397,6 +404,8 @@ func TestSearchToolsUnavailableOnce(t *testing.T) {
 			return why
 		case "memory":
 			return `server "memory" is still connecting`
+		case "everything":
+			return `server "everything" is still connecting (` + backend.CallWaits + `)`
 		}
 		return ""
 	}})
@@ -410,6 +419,8 @@ func TestSearchToolsUnavailableOnce(t *testing.T) {
 		"1. memory__create_entities  confidence 0.00\n   UNAVAILABLE: server \"memory\" is still connecting\n",
 		"2. filesystem__list_directory [read-only]  confidence 0.00\n   UNAVAILABLE: " + oneline.Cut(why, downReasonChars) + "\n",
 		"5. filesystem__write_file [destructive]  confidence 0.00\n   UNAVAILABLE: as 2.\n",
+		// Its tools run: the call waits for the connection.
+		"3. everything__add  confidence 0.00\n   NOTE: server \"everything\" is still connecting (a call of its tools waits for it)\n",
 	} {
 		if !strings.Contains(txt, want) {
 			t.Errorf("text lacks %q:\n%s", want, txt)

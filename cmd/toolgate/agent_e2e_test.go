@@ -201,6 +201,13 @@ func agentChecks(t *testing.T, ctx context.Context, cs *mcp.ClientSession, a *ag
 		t.Errorf(`detail full: no "properties" in the text:\n%s`, txt)
 	}
 
+	// A tool's name without its server, as a model drops it, runs the one
+	// tool that has it.
+	res = call(gateway.ExecuteToolName, map[string]any{"name": "list_allowed_directories"})
+	if txt := resultText(res); res.IsError || !strings.Contains(txt, "sandbox") {
+		t.Errorf("list_allowed_directories without its server: isError=%v\n%s", res.IsError, txt)
+	}
+
 	// Invalid arguments come back with the schema.
 	res = call(gateway.ExecuteToolName, map[string]any{"name": "memory__create_entities", "arguments": map[string]any{"entities": "not-a-list"}})
 	if txt := resultText(res); !res.IsError || !strings.Contains(txt, "entityType") || !strings.Contains(txt, `"entities" must be an array`) {

@@ -269,7 +269,7 @@ func TestSecurityDoneWhen(t *testing.T) {
 // is needed and the fix.
 func adminOnlyRefusal(key, id string) string {
 	return "execute_tool " + id + `: the API key "` + key + `" lacks access to this tool: it changes the gateway's config, which only an admin API key may do; ` +
-		"an admin can create one (toolgate keys create --name NAME --admin; toolgate keys list shows which keys are admin). Call search_tools to find a tool you can run"
+		"an admin can create one (toolgate keys create --name NAME --admin; toolgate keys list shows which keys are admin). Call search_tools to find a tool you can run."
 }
 
 // outsideProfile is execute_tool's refusal of a tool outside the profile
@@ -278,5 +278,5 @@ func adminOnlyRefusal(key, id string) string {
 func outsideProfile(key, profile, id string) string {
 	return "execute_tool " + id + `: the API key "` + key + `" lacks access to this tool: the key is limited to profile "` + profile +
 		`", which does not show it; an admin can add it to that profile (toolgate.profiles.` + profile +
-		" in the config) or create a key with another profile (toolgate keys create --name NAME --profile PROFILE). Call search_tools to find a tool you can run"
+		" in the config) or create a key with another profile (toolgate keys create --name NAME --profile PROFILE). Call search_tools to find a tool you can run."
 }

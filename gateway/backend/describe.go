@@ -51,9 +51,9 @@ func (p *Pool) Unavailable(server string, forKey bool) string {
 		// said, or a model reading "still connecting" under a hit passed
 		// over a tool that would run.
 		if st.LastErr != "" {
-			return fmt.Sprintf("server %q is reconnecting (%s) after: %s", server, callWaits, st.LastErr)
+			return fmt.Sprintf("server %q is reconnecting (%s) after: %s", server, CallWaits, st.LastErr)
 		}
-		return fmt.Sprintf("server %q is still connecting (%s)", server, callWaits)
+		return fmt.Sprintf("server %q is still connecting (%s)", server, CallWaits)
 	default:
 		return fmt.Sprintf("server %q is down: %s", server, st.Err)
 	}
@@ -81,8 +81,9 @@ func (p *Pool) Lists(ctx context.Context, server, tool string) bool {
 	return b.run != nil && slices.ContainsFunc(b.tools, func(t *mcp.Tool) bool { return t != nil && t.Name == tool })
 }
 
-// callWaits is what Unavailable says of a call to a connecting server.
-const callWaits = "a call of its tools waits for it"
+// CallWaits is what Unavailable says of a call to a connecting server;
+// search_tools marks such a reason as a note, not UNAVAILABLE.
+const CallWaits = "a call of its tools waits for it"
 
 // Describe says in a few words what server offers, for search_tools'
 // description: its config entry's "description"; else what the server said

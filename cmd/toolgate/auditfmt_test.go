@@ -365,3 +365,49 @@ func TestAuditTailServedByOlderRecords(t *testing.T) {
 		t.Errorf("--served-by a.json --tool search_tools: stderr %q, want the one record left out counted", errOut.String())
 	}
 }
+
+// TestAuditRotate: `toolgate audit rotate` rotates the audit log now, as
+// the gateway does by size: audit.jsonl becomes .1, the older files move
+// up, those past the config's maxFiles go (and are named), the rotation is
+// recorded in the new file, and audit tail reads across it all. An admin
+// had no way to rotate but renaming the file by hand, which replaced an
+// older audit.jsonl.1 and its records. A data folder without a log is
+// told so, exit 0.
+func TestAuditRotate(t *testing.T) {
+	data := t.TempDir()
+	if out, stderr, err := runToolgate(t, data, "audit", "rotate"); err != nil || out != "" || !strings.Contains(stderr, "holds no record: nothing rotated") {
+		t.Fatalf("audit rotate without a log: %v\n%s%s", err, out, stderr)
+	}
+	path := dirs.Audit(data)
+	for i, tool := range []string{"a__older", "a__old"} { // .2 then .1
+		if err := audit.Append(audit.Rotated(path, 2-i), audit.Record{Action: "execute_tool", Tool: tool, Decision: audit.Allowed, Outcome: audit.OK}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tool := range []string{"a__one", "a__two", "a__three"} {
+		if err := audit.Append(path, audit.Record{Action: "execute_tool", Tool: tool, Decision: audit.Allowed, Outcome: audit.OK}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := filepath.Join(t.TempDir(), "servers.json")
+	if err := os.WriteFile(cfg, []byte(`{"mcpServers": {}, "toolgate": {"audit": {"maxFiles": 2}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, err := runToolgate(t, data, "audit", "rotate", "--config", cfg)
+	if err != nil || !strings.Contains(out, "Rotated the audit log: audit.jsonl is now "+audit.Rotated(path, 1)) ||
+		!strings.Contains(out, "Keeping 2 rotated files (toolgate.audit.maxFiles of "+cfg+"); removed the oldest: "+audit.Rotated(path, 2)) {
+		t.Fatalf("audit rotate: %v\n%s%s", err, out, stderr)
+	}
+	out, stderr, err = runToolgate(t, data, "audit", "tail", "-n", "0", "--json", "--config", cfg)
+	var tools []string
+	for line := range strings.SplitSeq(strings.TrimSpace(out), "\n") {
+		var r audit.Record
+		if json.Unmarshal([]byte(line), &r) != nil {
+			t.Fatalf("audit tail: %v %q\n%s", err, line, stderr)
+		}
+		tools = append(tools, r.Tool+r.Action)
+	}
+	if fmt.Sprint(tools) != "[a__oldexecute_tool a__oneexecute_tool a__twoexecute_tool a__threeexecute_tool audit rotate]" {
+		t.Errorf("audit tail after the rotation read %v, want a__old (.2), the three of .1 and the rotation's own record", tools)
+	}
+}

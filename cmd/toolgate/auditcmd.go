@@ -147,15 +147,16 @@ func newAuditTailCmd(g *globals) *cobra.Command {
 oldest first, from the rotated files too.
 
 --since and --until take a time back from now (90m, 12h, 2d, 1w), a date
-(2026-12-05, from midnight) or a date and time (2026-12-05T18:00), both in
-local time (a note on stderr says so), or an RFC 3339 time (with Z or an
-offset, as written); with either,
+(2026-12-05, from midnight; today and yesterday too) or a date and time
+(2026-12-05T18:00), both in local time (a note on stderr says so), or an
+RFC 3339 time (with Z or an offset, as written); with either,
 every record in that span is printed unless -n is given. --decision
 (allowed, denied, rate-limited, quarantined) and --outcome (ok, isError,
 timeout, down) take one value or several, comma-separated or repeated.
 Filters add up: --since 1h --decision denied,rate-limited prints what was
-refused in the last hour; --server memory --tool toolgate__disable_server
-who disabled memory (or tried to). With gateways of several configs on one
+refused in the last hour; --since yesterday --until today what was done
+yesterday; --server memory --tool toolgate__disable_server who disabled
+memory (or tried to). With gateways of several configs on one
 data folder, --served-by FILE prints the records of the gateway serving that
 config file (each record's config).`,
 		Args: cobra.NoArgs,
@@ -174,7 +175,7 @@ config file (each record's config).`,
 	cmd.Flags().StringVar(&f.filter.Server, "server", "", "only the records of this server: its tools' calls (server__…) and the management actions on it (toolgate__disable_server, servers remove …)")
 	cmd.Flags().StringVar(&f.filter.Profile, "profile", "", "only the records of calls limited to this profile: the route's (/profiles/NAME/mcp), the stdio session's, or the API key's")
 	cmd.Flags().StringVar(&f.servedBy, "served-by", "", "only the records of the gateway serving this config file (gateways of several configs on one data folder)")
-	cmd.Flags().StringVar(&f.since, "since", "", "only the records from this time on: 90m, 12h, 2d (back from now), 2026-12-05 or 2026-12-05T18:00 (local time) or an RFC 3339 time")
+	cmd.Flags().StringVar(&f.since, "since", "", "only the records from this time on: 90m, 12h, 2d (back from now), 2026-12-05, yesterday, today or 2026-12-05T18:00 (local time) or an RFC 3339 time")
 	cmd.Flags().StringVar(&f.until, "until", "", "only the records before this time (as --since)")
 	cmd.Flags().StringSliceVar(&f.decisions, "decision", nil, "only the records of these decisions: "+strings.Join(audit.Decisions, ", "))
 	cmd.Flags().StringSliceVar(&f.outcomes, "outcome", nil, "only the records of these outcomes: "+strings.Join(audit.Outcomes, ", "))

@@ -143,7 +143,7 @@ func TestAuditTailFilters(t *testing.T) {
 		{auditTailFlags{since: "1h", until: "2h"}, "--since 1h is not before --until 2h: no record can be in that span"},
 		{auditTailFlags{decisions: []string{"refused"}}, `--decision "refused": want one of allowed, denied, rate-limited, quarantined`},
 		{auditTailFlags{outcomes: []string{"error"}}, `--outcome "error": want one of ok, isError, timeout, down`},
-		{auditTailFlags{since: "yesterday"}, "--since yesterday: want a duration like 90m, 12h, 30d, 2w or 1y, a date like 2026-12-31 or a date and time like 2026-12-31T18:00 (in local time), or an RFC 3339 time like 2026-12-31T18:00:00Z"},
+		{auditTailFlags{since: "last week"}, "--since last week: want a duration like 90m, 12h, 30d, 2w or 1y, a date like 2026-12-31 (or today, yesterday, tomorrow) or a date and time like 2026-12-31T18:00 (in local time), or an RFC 3339 time like 2026-12-31T18:00:00Z"},
 		{auditTailFlags{until: "2026-02-30"}, "--until 2026-02-30: not a date: day out of range"},
 	} {
 		_, _, err := tail(tc.f)
@@ -157,6 +157,10 @@ func TestAuditTailFilters(t *testing.T) {
 		"2d":         day.AddDate(0, 0, -2),
 		"90m":        day.Add(-90 * time.Minute),
 		"2026-12-01": time.Date(2026, 12, 1, 0, 0, 0, 0, time.Local),
+		// Who called what yesterday: --since yesterday --until today, the
+		// local midnights (they were refused).
+		"yesterday": time.Date(2026, 12, 4, 0, 0, 0, 0, time.Local),
+		"Today":     time.Date(2026, 12, 5, 0, 0, 0, 0, time.Local),
 	} {
 		if got, _, err := flagTime(in, day, false); err != nil || !got.Equal(want) {
 			t.Errorf("flagTime(%s) back: %v, %v; want %v", in, got, err, want)

@@ -179,6 +179,17 @@ func runKeysCreate(g *globals, w, errw io.Writer, f keysCreateFlags, now time.Ti
 	if err := keys.Add(data, e); err != nil {
 		return err
 	}
+	if revoked, err := keys.Open(data, &keys.Options{File: file}).Revoked(); err == nil {
+		for _, r := range revoked {
+			if r.Name == e.Name {
+				// The audit log names a key by its name alone: a leaked
+				// key's refusals and the new key's calls would read alike.
+				fmt.Fprintf(errw, "note: a key named %q was revoked at %s: the audit log names both %q, so `audit tail --key %s` mixes their records (a leaked key's refusals with the new key's calls); a name of its own (e.g. %s-2) keeps them apart\n",
+					e.Name, r.Revoked.UTC().Format(time.RFC3339), e.Name, e.Name, e.Name)
+				break
+			}
+		}
+	}
 	g.auditCommand("keys create", "", "", fmt.Sprintf("key %q (%s)", e.Name, describeScope(e)))
 	fmt.Fprintf(w, "Created API key %q (%s), stored in %s as a SHA-256 of its secret.\n", e.Name, describeScope(e), data)
 	fmt.Fprintln(w, "The secret is shown only this once: send it as \"Authorization: Bearer <secret>\".")

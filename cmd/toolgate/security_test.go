@@ -1183,3 +1183,29 @@ func TestKeysUpdateKeepsSecret(t *testing.T) {
 		t.Errorf("the update's audit record: %v %s", err, out)
 	}
 }
+
+// TestKeysCreateRevokedNameNoted: a key created under the name of a
+// revoked one (a leaked key replaced under the same name) is created, with
+// a note that the audit log names both alike and how to keep them apart:
+// `audit tail --key bob` mixed the leaked key's refusals with the new
+// key's calls without a word.
+func TestKeysCreateRevokedNameNoted(t *testing.T) {
+	data := t.TempDir()
+	createKey(t, data, "--name", "bob")
+	if _, stderr, err := runToolgate(t, data, "keys", "revoke", "bob"); err != nil {
+		t.Fatalf("keys revoke: %v\n%s", err, stderr)
+	}
+	out, stderr, err := runToolgate(t, data, "keys", "create", "--name", "bob")
+	if err != nil || !strings.HasPrefix(lastLine(out), keys.Prefix) ||
+		!strings.Contains(stderr, `note: a key named "bob" was revoked at `) || !strings.Contains(stderr, "a name of its own (e.g. bob-2) keeps them apart") {
+		t.Errorf("keys create of a revoked key's name: %v\n%s%s", err, out, stderr)
+	}
+	if _, stderr, err := runToolgate(t, data, "keys", "create", "--name", "carol"); err != nil || strings.Contains(stderr, "was revoked") {
+		t.Errorf("keys create of a new name: %v\n%s", err, stderr)
+	}
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return lines[len(lines)-1]
+}

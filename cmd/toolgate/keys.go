@@ -168,7 +168,7 @@ func runKeysCreate(g *globals, w, errw io.Writer, f keysCreateFlags, now time.Ti
 		if log == nil {
 			log = slog.New(slog.DiscardHandler)
 		}
-		warnUnmatchedGlobs(errw, indexedTools(g, log, cfg), e.Allow, e.Deny, g.DataDir())
+		warnUnmatchedGlobs(errw, indexedTools(g, log, cfg), e.Allow, e.Deny, g.DataDir(), "created")
 	}
 	if f.printHash {
 		fmt.Fprintf(w, "# The toolgate.keysFile line of key %q (nothing was stored in the data folder):\n", e.Name)
@@ -224,12 +224,13 @@ func checkKeyProfile(g *globals, errw io.Writer, cfg *config.File, cfgPath, p st
 	return cfg, nil
 }
 
-// warnUnmatchedGlobs says which of a new key's --allow and --deny globs
-// match no tool of the index (known; nil: none to read), with the servers
-// (as "server__*") and tools it could have meant: a misspelt --deny
-// leaves every tool allowed, a misspelt --allow lets none through. The
-// key is created all the same (its tools may not be indexed yet).
-func warnUnmatchedGlobs(w io.Writer, known map[string]catalog.Tool, allow, deny []string, dataDir string) {
+// warnUnmatchedGlobs says which of a key's --allow and --deny globs match
+// no tool of the index (known; nil: none to read), with the servers (as
+// "server__*") and tools it could have meant: a misspelt --deny leaves
+// every tool allowed, a misspelt --allow lets none through. The key is
+// made (done: "created", "updated") all the same (its tools may not be
+// indexed yet).
+func warnUnmatchedGlobs(w io.Writer, known map[string]catalog.Tool, allow, deny []string, dataDir, done string) {
 	if known == nil {
 		notChecked(w, "the --allow and --deny globs", dataDir)
 		return
@@ -260,7 +261,7 @@ func warnUnmatchedGlobs(w io.Writer, known map[string]catalog.Tool, allow, deny 
 			} else if near := gateway.Closest(glob, cands, 3); len(near) > 0 {
 				hint = " (did you mean " + strings.Join(near, ", ") + "?)"
 			}
-			fmt.Fprintf(w, "warning: %s %q matches no tool of the index (%s): %s%s; the key is created all the same\n", c.flag, glob, plural.Of(len(known), "tool"), c.means, hint)
+			fmt.Fprintf(w, "warning: %s %q matches no tool of the index (%s): %s%s; the key is %s all the same\n", c.flag, glob, plural.Of(len(known), "tool"), c.means, hint, done)
 		}
 	}
 }
@@ -580,7 +581,7 @@ func runKeysUpdate(g *globals, w, errw io.Writer, name string, f keysUpdateFlags
 		if log == nil {
 			log = slog.New(slog.DiscardHandler)
 		}
-		warnUnmatchedGlobs(errw, indexedTools(g, log, cfg), after.Allow, after.Deny, g.DataDir())
+		warnUnmatchedGlobs(errw, indexedTools(g, log, cfg), after.Allow, after.Deny, g.DataDir(), "updated")
 	}
 	was, is := describeScope(before), describeScope(after)
 	if was == is {

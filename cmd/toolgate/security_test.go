@@ -1182,6 +1182,11 @@ func TestKeysUpdateKeepsSecret(t *testing.T) {
 	if err != nil || json.Unmarshal([]byte(out), &r) != nil || r.Reason != `key "carol": profile team-a; never expires → profile team-b; never expires` {
 		t.Errorf("the update's audit record: %v %s", err, out)
 	}
+	// A glob that matches no tool is warned of, in an update's words.
+	out, stderr, err = runToolgate(t, data, "keys", "update", "carol", "--deny", "B__*", "--config", cfg)
+	if err != nil || !strings.Contains(stderr, `warning: --deny "B__*" matches no tool of the index`) || !strings.Contains(stderr, "the key is updated all the same") {
+		t.Errorf("keys update with a glob that matches nothing: %v\n%s%s", err, out, stderr)
+	}
 }
 
 // TestKeysCreateRevokedNameNoted: a key created under the name of a

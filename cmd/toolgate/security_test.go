@@ -1099,7 +1099,7 @@ func TestKeysExpiringSaid(t *testing.T) {
 	cmd := toolgateCmd(t, data, "status", "--addr", addr)
 	cmd.Env = append(cmd.Env, "TOOLGATE_KEY="+admin)
 	out, _ := cmd.Output()
-	for _, want := range []string{"API key erin expires at ", ", in 3 days: rotate it", "API key old EXPIRED at ", "  fix: rotate a key: toolgate keys create --name NEW"} {
+	for _, want := range []string{"API key erin expires at ", ", in 3 days: rotate it", "API key old EXPIRED at ", "  fix: rotate a key: toolgate keys create --name NEW", "; or extend it, its secret kept: toolgate keys update NAME --expires 90d"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("toolgate status lacks %q:\n%s", want, out)
 		}

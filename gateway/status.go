@@ -226,7 +226,8 @@ func (k KeyExpiry) Notice(now time.Time) string {
 
 // KeysExpiringFix is what to do about SecurityStatus.KeysExpiring (README,
 // Rotating a key).
-const KeysExpiringFix = "rotate a key: toolgate keys create --name NEW with the scope toolgate keys list shows for it, give its clients the new secret, then toolgate keys revoke NAME"
+const KeysExpiringFix = "rotate a key: toolgate keys create --name NEW with the scope toolgate keys list shows for it, give its clients the new secret, then toolgate keys revoke NAME; " +
+	"or extend it, its secret kept: toolgate keys update NAME --expires 90d"
 
 // KeyProfile is an API key and the profile it is limited to.
 type KeyProfile struct {

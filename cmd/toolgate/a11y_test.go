@@ -181,6 +181,14 @@ func TestConsoleAccessibilityInBrowser(t *testing.T) {
 		t.Fatalf("execute fake__echo: %v %s", err, resultText(res))
 	}
 	poll("the recent calls", `document.querySelectorAll("#call-rows tr[data-tool]").length >= 1`)
+	// Who made the call: its API key, in a column of its own (an admin
+	// reads the whole team's calls; the table named no one).
+	var who []string
+	eval("the recent call's key", `[document.querySelector("#call-key-h").checkVisibility() ? document.querySelector("#call-key-h").textContent : "",
+		document.querySelector("#call-rows tr[data-tool] td[data-key]")?.textContent || ""]`, &who)
+	if fmt.Sprint(who) != "[API key ops]" {
+		t.Errorf("the recent calls' key column and the call's key: %q, want the header API key and ops", who)
+	}
 	check("the recent calls")
 
 	tabTo("the query field", `f.id === "q"`)

@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os/user"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -36,8 +38,88 @@ the decision (allowed, denied, rate-limited, quarantined), the outcome (ok,
 isError, timeout, down), the duration, the result's size and a SHA-256 of
 the arguments — their values only with audit.arguments "masked".`,
 	}
-	cmd.AddCommand(newAuditTailCmd(g))
+	cmd.AddCommand(newAuditTailCmd(g), newAuditRotateCmd(g))
 	return cmd
+}
+
+func newAuditRotateCmd(g *globals) *cobra.Command {
+	var cfgPath string
+	cmd := &cobra.Command{
+		Use:   "rotate [--config FILE]",
+		Short: "Rotate the audit log now: audit.jsonl becomes audit.jsonl.1, as the gateway does by size",
+		Long: `Rotate the audit log now, as the gateway does when it reaches
+toolgate.audit.maxFileBytes: audit.jsonl becomes audit.jsonl.1, the older
+files move up by one, and those past toolgate.audit.maxFiles (default 5) are
+removed. Running gateways write a new audit.jsonl from their next record
+(none is lost: one written meanwhile lands in audit.jsonl.1), and audit tail
+reads on across it. To keep a week's records past the gateway's rotations,
+rotate and copy audit.jsonl.1 away.
+
+The config (--config, else the one the gateway running on the data folder
+serves) gives the data folder and maxFiles; with neither, the default of 5.
+Renaming audit.jsonl by hand to audit.jsonl.1 replaces an older .1 and its
+records: this command shifts the numbered files first.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runAuditRotate(cmd.Context(), g, cmd.OutOrStdout(), cmd.ErrOrStderr(), cfgPath)
+		},
+	}
+	configFlag(cmd, &cfgPath)
+	return cmd
+}
+
+func runAuditRotate(ctx context.Context, g *globals, w, errw io.Writer, cfgPath string) error {
+	maxFiles, from := 0, ""
+	if cfgPath == "" {
+		// The running gateway's maxFiles, so that its rotated files past
+		// the default are not removed here.
+		if found, err := runningConfig(ctx, g.DataDir()); err == nil {
+			cfgPath = found
+		}
+	}
+	if cfgPath != "" {
+		cfg, err := config.Load(cfgPath)
+		if err != nil {
+			return err
+		}
+		g.applyConfig(cfg.Toolgate)
+		maxFiles, from = cfg.Toolgate.Audit.MaxFiles, " (toolgate.audit.maxFiles of "+cfgPath+")"
+		if maxFiles <= 0 {
+			from = " (the default: " + cfgPath + " sets no toolgate.audit.maxFiles)"
+		}
+	}
+	if maxFiles <= 0 {
+		maxFiles = audit.DefaultMaxFiles
+		if from == "" {
+			from = " (the default: no --config given, and no gateway serving one runs on the data folder)"
+		}
+	}
+	path := dirs.Audit(g.DataDir())
+	dropped, err := audit.Rotate(path, maxFiles)
+	if errors.Is(err, audit.ErrNothingToRotate) {
+		fmt.Fprintf(errw, "toolgate: the audit log at %s holds no record: nothing rotated (a --data-dir other than the gateway's?)\n", path)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("rotate the audit log %s: %w", path, err)
+	}
+	rotated := audit.Rotated(path, 1)
+	what := fmt.Sprintf("%s rotated to %s, keeping %d rotated files", path, filepath.Base(rotated), maxFiles)
+	if len(dropped) > 0 {
+		names := make([]string, len(dropped))
+		for i, d := range dropped {
+			names[i] = filepath.Base(d)
+		}
+		what += "; removed " + strings.Join(names, ", ")
+	}
+	g.auditCommand("audit rotate", "", "", what)
+	fmt.Fprintf(w, "Rotated the audit log: %s is now %s; running gateways write a new %s from their next record.\n", filepath.Base(path), rotated, filepath.Base(path))
+	fmt.Fprintf(w, "Keeping %d rotated files%s", maxFiles, from)
+	if len(dropped) > 0 {
+		fmt.Fprintf(w, "; removed the oldest: %s", strings.Join(dropped, ", "))
+	}
+	fmt.Fprintf(w, ".\nTo keep these records past the next %d rotations, copy %s away now.\n", maxFiles, rotated)
+	return nil
 }
 
 type auditTailFlags struct {
@@ -65,15 +147,16 @@ func newAuditTailCmd(g *globals) *cobra.Command {
 oldest first, from the rotated files too.
 
 --since and --until take a time back from now (90m, 12h, 2d, 1w), a date
-(2026-12-05, from midnight) or a date and time (2026-12-05T18:00), both in
-local time (a note on stderr says so), or an RFC 3339 time (with Z or an
-offset, as written); with either,
+(2026-12-05, from midnight; today and yesterday too) or a date and time
+(2026-12-05T18:00), both in local time (a note on stderr says so), or an
+RFC 3339 time (with Z or an offset, as written); with either,
 every record in that span is printed unless -n is given. --decision
 (allowed, denied, rate-limited, quarantined) and --outcome (ok, isError,
 timeout, down) take one value or several, comma-separated or repeated.
 Filters add up: --since 1h --decision denied,rate-limited prints what was
-refused in the last hour; --server memory --tool toolgate__disable_server
-who disabled memory (or tried to). With gateways of several configs on one
+refused in the last hour; --since yesterday --until today what was done
+yesterday; --server memory --tool toolgate__disable_server who disabled
+memory (or tried to). With gateways of several configs on one
 data folder, --served-by FILE prints the records of the gateway serving that
 config file (each record's config).`,
 		Args: cobra.NoArgs,
@@ -92,7 +175,7 @@ config file (each record's config).`,
 	cmd.Flags().StringVar(&f.filter.Server, "server", "", "only the records of this server: its tools' calls (server__…) and the management actions on it (toolgate__disable_server, servers remove …)")
 	cmd.Flags().StringVar(&f.filter.Profile, "profile", "", "only the records of calls limited to this profile: the route's (/profiles/NAME/mcp), the stdio session's, or the API key's")
 	cmd.Flags().StringVar(&f.servedBy, "served-by", "", "only the records of the gateway serving this config file (gateways of several configs on one data folder)")
-	cmd.Flags().StringVar(&f.since, "since", "", "only the records from this time on: 90m, 12h, 2d (back from now), 2026-12-05 or 2026-12-05T18:00 (local time) or an RFC 3339 time")
+	cmd.Flags().StringVar(&f.since, "since", "", "only the records from this time on: 90m, 12h, 2d (back from now), 2026-12-05, yesterday, today or 2026-12-05T18:00 (local time) or an RFC 3339 time")
 	cmd.Flags().StringVar(&f.until, "until", "", "only the records before this time (as --since)")
 	cmd.Flags().StringSliceVar(&f.decisions, "decision", nil, "only the records of these decisions: "+strings.Join(audit.Decisions, ", "))
 	cmd.Flags().StringSliceVar(&f.outcomes, "outcome", nil, "only the records of these outcomes: "+strings.Join(audit.Outcomes, ", "))

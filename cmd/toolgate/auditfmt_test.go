@@ -143,7 +143,7 @@ func TestAuditTailFilters(t *testing.T) {
 		{auditTailFlags{since: "1h", until: "2h"}, "--since 1h is not before --until 2h: no record can be in that span"},
 		{auditTailFlags{decisions: []string{"refused"}}, `--decision "refused": want one of allowed, denied, rate-limited, quarantined`},
 		{auditTailFlags{outcomes: []string{"error"}}, `--outcome "error": want one of ok, isError, timeout, down`},
-		{auditTailFlags{since: "yesterday"}, "--since yesterday: want a duration like 90m, 12h, 30d, 2w or 1y, a date like 2026-12-31 or a date and time like 2026-12-31T18:00 (in local time), or an RFC 3339 time like 2026-12-31T18:00:00Z"},
+		{auditTailFlags{since: "last week"}, "--since last week: want a duration like 90m, 12h, 30d, 2w or 1y, a date like 2026-12-31 (or today, yesterday, tomorrow) or a date and time like 2026-12-31T18:00 (in local time), or an RFC 3339 time like 2026-12-31T18:00:00Z"},
 		{auditTailFlags{until: "2026-02-30"}, "--until 2026-02-30: not a date: day out of range"},
 	} {
 		_, _, err := tail(tc.f)
@@ -157,6 +157,10 @@ func TestAuditTailFilters(t *testing.T) {
 		"2d":         day.AddDate(0, 0, -2),
 		"90m":        day.Add(-90 * time.Minute),
 		"2026-12-01": time.Date(2026, 12, 1, 0, 0, 0, 0, time.Local),
+		// Who called what yesterday: --since yesterday --until today, the
+		// local midnights (they were refused).
+		"yesterday": time.Date(2026, 12, 4, 0, 0, 0, 0, time.Local),
+		"Today":     time.Date(2026, 12, 5, 0, 0, 0, 0, time.Local),
 	} {
 		if got, _, err := flagTime(in, day, false); err != nil || !got.Equal(want) {
 			t.Errorf("flagTime(%s) back: %v, %v; want %v", in, got, err, want)
@@ -363,5 +367,51 @@ func TestAuditTailServedByOlderRecords(t *testing.T) {
 	}
 	if !strings.Contains(errOut.String(), "1 record names no config") {
 		t.Errorf("--served-by a.json --tool search_tools: stderr %q, want the one record left out counted", errOut.String())
+	}
+}
+
+// TestAuditRotate: `toolgate audit rotate` rotates the audit log now, as
+// the gateway does by size: audit.jsonl becomes .1, the older files move
+// up, those past the config's maxFiles go (and are named), the rotation is
+// recorded in the new file, and audit tail reads across it all. An admin
+// had no way to rotate but renaming the file by hand, which replaced an
+// older audit.jsonl.1 and its records. A data folder without a log is
+// told so, exit 0.
+func TestAuditRotate(t *testing.T) {
+	data := t.TempDir()
+	if out, stderr, err := runToolgate(t, data, "audit", "rotate"); err != nil || out != "" || !strings.Contains(stderr, "holds no record: nothing rotated") {
+		t.Fatalf("audit rotate without a log: %v\n%s%s", err, out, stderr)
+	}
+	path := dirs.Audit(data)
+	for i, tool := range []string{"a__older", "a__old"} { // .2 then .1
+		if err := audit.Append(audit.Rotated(path, 2-i), audit.Record{Action: "execute_tool", Tool: tool, Decision: audit.Allowed, Outcome: audit.OK}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tool := range []string{"a__one", "a__two", "a__three"} {
+		if err := audit.Append(path, audit.Record{Action: "execute_tool", Tool: tool, Decision: audit.Allowed, Outcome: audit.OK}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := filepath.Join(t.TempDir(), "servers.json")
+	if err := os.WriteFile(cfg, []byte(`{"mcpServers": {}, "toolgate": {"audit": {"maxFiles": 2}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, err := runToolgate(t, data, "audit", "rotate", "--config", cfg)
+	if err != nil || !strings.Contains(out, "Rotated the audit log: audit.jsonl is now "+audit.Rotated(path, 1)) ||
+		!strings.Contains(out, "Keeping 2 rotated files (toolgate.audit.maxFiles of "+cfg+"); removed the oldest: "+audit.Rotated(path, 2)) {
+		t.Fatalf("audit rotate: %v\n%s%s", err, out, stderr)
+	}
+	out, stderr, err = runToolgate(t, data, "audit", "tail", "-n", "0", "--json", "--config", cfg)
+	var tools []string
+	for line := range strings.SplitSeq(strings.TrimSpace(out), "\n") {
+		var r audit.Record
+		if json.Unmarshal([]byte(line), &r) != nil {
+			t.Fatalf("audit tail: %v %q\n%s", err, line, stderr)
+		}
+		tools = append(tools, r.Tool+r.Action)
+	}
+	if fmt.Sprint(tools) != "[a__oldexecute_tool a__oneexecute_tool a__twoexecute_tool a__threeexecute_tool audit rotate]" {
+		t.Errorf("audit tail after the rotation read %v, want a__old (.2), the three of .1 and the rotation's own record", tools)
 	}
 }

@@ -22,7 +22,7 @@ import (
 // look up (cobra completes commands and flag names by itself): the server
 // names of the command's --config for the verbs that take a server and
 // every --server flag, the config's profiles for every --profile flag, and
-// the data folder's API keys for keys revoke. Each reads the files as the
+// the data folder's API keys for keys revoke and update. Each reads the files as the
 // command would; one it cannot read completes nothing.
 func completions(root *cobra.Command, g *globals) {
 	var walk func(*cobra.Command)
@@ -35,7 +35,7 @@ func completions(root *cobra.Command, g *globals) {
 			cmd.ValidArgsFunction = firstArg(func(cmd *cobra.Command) []string { return completeServers(cmd, false) })
 		case "auth login", "auth logout":
 			cmd.ValidArgsFunction = firstArg(func(cmd *cobra.Command) []string { return completeServers(cmd, true) })
-		case "keys revoke":
+		case "keys revoke", "keys update":
 			cmd.ValidArgsFunction = firstArg(func(cmd *cobra.Command) []string { return keyNames(g, cmd) })
 		case "tools approve":
 			cmd.ValidArgsFunction = firstArg(func(cmd *cobra.Command) []string { return heldTools(g, cmd) })

@@ -16,11 +16,18 @@ var errTooFar = errors.New("too far off")
 // --since and --until): a duration from now, ahead or back (Go's units,
 // and d, w and y for calendar days, weeks and years: 90m, 12h, 30d, 2w,
 // 1y), an RFC 3339 time (its Z or offset honoured), or a date or a date and
-// time without a zone (2026-12-31, the start of that day; 2026-12-31T18:00
-// or 2026-12-31 18:00:05), read in the zone of now: the local zone, as
+// time without a zone (2026-12-31, the start of that day, as are today,
+// yesterday and tomorrow; 2026-12-31T18:00 or 2026-12-31 18:00:05), read
+// in the zone of now: the local zone, as
 // `date` and `audit tail` show times. local says it was one of those:
 // zoneNote says how it was read.
 func flagTime(s string, now time.Time, ahead bool) (t time.Time, local bool, err error) {
+	if days, ok := dayWords[strings.ToLower(s)]; ok {
+		// A day's start in the zone of now, as a date is: who called what
+		// yesterday is --since yesterday --until today.
+		y, m, d := now.Date()
+		return time.Date(y, m, d+days, 0, 0, 0, 0, now.Location()), true, nil
+	}
 	if t, err := time.Parse(time.RFC3339, s); err == nil {
 		return t, false, nil
 	}
@@ -64,10 +71,14 @@ func flagTime(s string, now time.Time, ahead bool) (t time.Time, local bool, err
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil || d <= 0 {
-		return time.Time{}, false, errors.New("want a duration like 90m, 12h, 30d, 2w or 1y, a date like 2026-12-31 or a date and time like 2026-12-31T18:00 (in local time), or an RFC 3339 time like 2026-12-31T18:00:00Z")
+		return time.Time{}, false, errors.New("want a duration like 90m, 12h, 30d, 2w or 1y, a date like 2026-12-31 (or today, yesterday, tomorrow) or a date and time like 2026-12-31T18:00 (in local time), or an RFC 3339 time like 2026-12-31T18:00:00Z")
 	}
 	return now.Add(time.Duration(sign) * d), false, nil
 }
+
+// dayWords are the days flagTime reads by name, each the start of that
+// day (local midnight), counted from today.
+var dayWords = map[string]int{"yesterday": -1, "today": 0, "tomorrow": 1}
 
 // localLayouts are the times without a zone flagTime reads in the local
 // zone.

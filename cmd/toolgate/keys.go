@@ -28,7 +28,7 @@ func init() { register(newKeysCmd) }
 func newKeysCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "keys",
-		Short: "Create, list and revoke the API keys of the HTTP front",
+		Short: "Create, list, update and revoke the API keys of the HTTP front",
 		Long: `API keys let clients in over HTTP (serve --http): once any key exists, every
 request needs "Authorization: Bearer tg_…", and a non-loopback address needs
 keys to start at all. A key's profile and --allow/--deny globs over tool IDs
@@ -36,11 +36,11 @@ keys to start at all. A key's profile and --allow/--deny globs over tool IDs
 the management tools that change the config.
 
 Keys are stored in the data folder (keys.jsonl, readable by you only) as a
-SHA-256 of the secret, never the secret. A running gateway honours a new or
-revoked key at its next request. Replicas can share keys through a file named
+SHA-256 of the secret, never the secret. A running gateway honours a new,
+updated or revoked key at its next request. Replicas can share keys through a file named
 by toolgate.keysFile in the config: ` + "`keys create --print-hash`" + ` prints a line of it.`,
 	}
-	cmd.AddCommand(newKeysCreateCmd(g), newKeysListCmd(g), newKeysRevokeCmd(g))
+	cmd.AddCommand(newKeysCreateCmd(g), newKeysListCmd(g), newKeysUpdateCmd(g), newKeysRevokeCmd(g))
 	return cmd
 }
 
@@ -145,24 +145,8 @@ func runKeysCreate(g *globals, w, errw io.Writer, f keysCreateFlags, now time.Ti
 	if err != nil {
 		return err
 	}
-	if p := f.spec.Profile; p != "" && cfg == nil {
-		// The config of the gateway running on the data folder, as the
-		// auth commands read it: the note below was printed beside it.
-		if found, err := runningConfig(context.Background(), g.DataDir()); err == nil {
-			if running, err := config.Load(found); err == nil {
-				cfg, f.config = running, found
-			}
-		}
-	}
-	if p := f.spec.Profile; p != "" && cfg != nil {
-		if err := checkProfile(cfg, p, f.config); err != nil {
-			return err
-		}
-	} else if p != "" {
-		// A misspelt profile makes a key that reaches no tool, found out
-		// only at its first request: say it went unchecked, as for globs
-		// without an index.
-		fmt.Fprintf(errw, "note: --profile %q was not checked: no config was given (--config FILE, or $TOOLGATE_CONFIG); a key whose profile the gateway's config lacks reaches no tool\n", p)
+	if cfg, err = checkKeyProfile(g, errw, cfg, f.config, f.spec.Profile); err != nil {
+		return err
 	}
 	secret, e, err := keys.New(f.spec, now)
 	if err != nil {
@@ -185,7 +169,7 @@ func runKeysCreate(g *globals, w, errw io.Writer, f keysCreateFlags, now time.Ti
 			log = slog.New(slog.DiscardHandler)
 		}
 		known, unread := indexedTools(g, log, cfg)
-		warnUnmatchedGlobs(errw, known, unread, e.Allow, e.Deny, g.DataDir())
+		warnUnmatchedGlobs(errw, known, unread, e.Allow, e.Deny, g.DataDir(), "created")
 	}
 	if f.printHash {
 		fmt.Fprintf(w, "# The toolgate.keysFile line of key %q (nothing was stored in the data folder):\n", e.Name)
@@ -196,6 +180,17 @@ func runKeysCreate(g *globals, w, errw io.Writer, f keysCreateFlags, now time.Ti
 	if err := keys.Add(data, e); err != nil {
 		return err
 	}
+	if revoked, err := keys.Open(data, &keys.Options{File: file}).Revoked(); err == nil {
+		for _, r := range revoked {
+			if r.Name == e.Name {
+				// The audit log names a key by its name alone: a leaked
+				// key's refusals and the new key's calls would read alike.
+				fmt.Fprintf(errw, "note: a key named %q was revoked at %s: the audit log names both %q, so `audit tail --key %s` mixes their records (a leaked key's refusals with the new key's calls); a name of its own (e.g. %s-2) keeps them apart\n",
+					e.Name, r.Revoked.UTC().Format(time.RFC3339), e.Name, e.Name, e.Name)
+				break
+			}
+		}
+	}
 	g.auditCommand("keys create", "", "", fmt.Sprintf("key %q (%s)", e.Name, describeScope(e)))
 	fmt.Fprintf(w, "Created API key %q (%s), stored in %s as a SHA-256 of its secret.\n", e.Name, describeScope(e), data)
 	fmt.Fprintln(w, "The secret is shown only this once: send it as \"Authorization: Bearer <secret>\".")
@@ -203,13 +198,41 @@ func runKeysCreate(g *globals, w, errw io.Writer, f keysCreateFlags, now time.Ti
 	return nil
 }
 
-// warnUnmatchedGlobs says which of a new key's --allow and --deny globs
-// match no tool of the index (known; nil: none to read, unread: why when
-// there is one), with the servers
-// (as "server__*") and tools it could have meant: a misspelt --deny
-// leaves every tool allowed, a misspelt --allow lets none through. The
-// key is created all the same (its tools may not be indexed yet).
-func warnUnmatchedGlobs(w io.Writer, known map[string]catalog.Tool, unread error, allow, deny []string, dataDir string) {
+// checkKeyProfile checks a key's --profile p ("" = none) against cfg
+// (read from cfgPath), else the config of the gateway running on the data
+// folder, which it returns as the config in effect; with neither, it says
+// on errw that p went unchecked.
+func checkKeyProfile(g *globals, errw io.Writer, cfg *config.File, cfgPath, p string) (*config.File, error) {
+	if p != "" && cfg == nil {
+		// The config of the gateway running on the data folder, as the
+		// auth commands read it: the note below was printed beside it.
+		if found, err := runningConfig(context.Background(), g.DataDir()); err == nil {
+			if running, err := config.Load(found); err == nil {
+				cfg, cfgPath = running, found
+			}
+		}
+	}
+	if p != "" && cfg != nil {
+		if err := checkProfile(cfg, p, cfgPath); err != nil {
+			return cfg, err
+		}
+	} else if p != "" {
+		// A misspelt profile makes a key that reaches no tool, found out
+		// only at its first request: say it went unchecked, as for globs
+		// without an index.
+		fmt.Fprintf(errw, "note: --profile %q was not checked: no config was given (--config FILE, or $TOOLGATE_CONFIG); a key whose profile the gateway's config lacks reaches no tool\n", p)
+	}
+	return cfg, nil
+}
+
+// warnUnmatchedGlobs says which of a key's --allow and --deny globs match
+// no tool of the index (known; nil: none to read, unread: why when there
+// is one), with the servers (as
+// "server__*") and tools it could have meant: a misspelt --deny leaves
+// every tool allowed, a misspelt --allow lets none through. The key is
+// made (done: "created", "updated") all the same (its tools may not be
+// indexed yet).
+func warnUnmatchedGlobs(w io.Writer, known map[string]catalog.Tool, unread error, allow, deny []string, dataDir, done string) {
 	if known == nil {
 		notChecked(w, "the --allow and --deny globs", dataDir, unread)
 		return
@@ -240,7 +263,7 @@ func warnUnmatchedGlobs(w io.Writer, known map[string]catalog.Tool, unread error
 			} else if near := gateway.Closest(glob, cands, 3); len(near) > 0 {
 				hint = " (did you mean " + strings.Join(near, ", ") + "?)"
 			}
-			fmt.Fprintf(w, "warning: %s %q matches no tool of the index (%s): %s%s; the key is created all the same\n", c.flag, glob, plural.Of(len(known), "tool"), c.means, hint)
+			fmt.Fprintf(w, "warning: %s %q matches no tool of the index (%s): %s%s; the key is %s all the same\n", c.flag, glob, plural.Of(len(known), "tool"), c.means, hint, done)
 		}
 	}
 }
@@ -450,5 +473,126 @@ func runKeysRevoke(g *globals, w io.Writer, name, cfgPath string) error {
 	if left, err := keys.Open(data, &keys.Options{File: file}).Any(); err == nil && !left {
 		fmt.Fprintln(w, "That was the last API key: a running gateway now lets no one in over HTTP until a key is created (`toolgate keys create`); started again on a loopback address, a gateway serves without keys.")
 	}
+	return nil
+}
+
+type keysUpdateFlags struct {
+	config      string
+	profile     string
+	allow, deny []string
+	expires     string
+	admin       bool
+	set         func(flag string) bool // the flag was given
+}
+
+func newKeysUpdateCmd(g *globals) *cobra.Command {
+	var f keysUpdateFlags
+	cmd := &cobra.Command{
+		Use:   "update NAME [--profile P] [--allow GLOB[,GLOB]]... [--deny GLOB[,GLOB]]... [--expires 30d|never] [--admin=true|false] [--config FILE]",
+		Short: "Change an API key's profile, globs, expiry or admin right; its secret stays the same",
+		Long: `Change an API key's scope in place: its holder keeps the secret (a person who
+changes team gets the new team's profile without a new key). Only the flags
+given change: --profile P (--profile "" for none), --allow and --deny (they
+replace the key's globs; --allow "" for none), --expires (a duration, a date
+or never) and --admin=true or --admin=false. A running gateway applies the
+new scope from its next request, its console sessions too. --profile is
+checked as keys create checks it. The change is in the audit log (keys
+update), with the scope before and after.
+
+A key whose secret leaked is revoked, not updated (toolgate keys revoke).`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f.set = cmd.Flags().Changed
+			return runKeysUpdate(g, cmd.OutOrStdout(), cmd.ErrOrStderr(), args[0], f, time.Now())
+		},
+	}
+	configFlag(cmd, &f.config)
+	cmd.Flags().StringVar(&f.profile, "profile", "", `limit the key to this profile of the config ("" for none)`)
+	cmd.Flags().StringArrayVar(&f.allow, "allow", nil, `only tools matching this glob over tool IDs, in place of the key's (repeatable, or several comma-separated; "" for none)`)
+	cmd.Flags().StringArrayVar(&f.deny, "deny", nil, `never tools matching this glob, in place of the key's (repeatable, or several comma-separated; "" for none)`)
+	cmd.Flags().StringVar(&f.expires, "expires", "", "when the key stops working: a duration like 30d, a date like 2026-12-31 (local time), an RFC 3339 time, or never")
+	cmd.Flags().BoolVar(&f.admin, "admin", false, "the key may use the management tools that change the config (--admin=false takes it away)")
+	return cmd
+}
+
+func runKeysUpdate(g *globals, w, errw io.Writer, name string, f keysUpdateFlags, now time.Time) error {
+	if f.set == nil {
+		f.set = func(string) bool { return false }
+	}
+	if !f.set("profile") && !f.set("allow") && !f.set("deny") && !f.set("expires") && !f.set("admin") {
+		return usageError{fmt.Errorf("keys update %s: give what to change: --profile, --allow, --deny, --expires or --admin (toolgate keys list shows its scope now)", name)}
+	}
+	var expires time.Time
+	if f.set("expires") && f.expires != "never" {
+		t, local, err := parseExpiry(f.expires, now)
+		if err != nil {
+			return usageError{fmt.Errorf("--expires %q: %w", f.expires, err)}
+		}
+		if !t.After(now) {
+			return usageError{fmt.Errorf("--expires %q: %s is not in the future (to end the key, toolgate keys revoke %s)", f.expires, t.Format(time.RFC3339), name)}
+		}
+		if local {
+			fmt.Fprintln(errw, zoneNote("--expires", f.expires, t))
+		}
+		expires = t.UTC()
+	}
+	data, file, cfg, err := g.keysFiles(f.config)
+	if err != nil {
+		return err
+	}
+	if f.set("profile") {
+		if cfg, err = checkKeyProfile(g, errw, cfg, f.config, f.profile); err != nil {
+			return err
+		}
+	}
+	before, after, err := keys.Update(data, name, func(e *keys.Entry) error {
+		if f.set("profile") {
+			e.Profile = f.profile
+		}
+		if f.set("allow") {
+			e.Allow = splitGlobs(f.allow)
+		}
+		if f.set("deny") {
+			e.Deny = splitGlobs(f.deny)
+		}
+		if f.set("expires") {
+			e.Expires = expires
+		}
+		if f.set("admin") {
+			e.Admin = f.admin
+		}
+		return nil
+	})
+	if errors.Is(err, keys.ErrNotFound) && file != "" {
+		if l, lerr := keys.Open(data, &keys.Options{File: file}).List(); lerr == nil {
+			for _, k := range l {
+				if k.Name == name {
+					return fmt.Errorf("key %q comes from toolgate.keysFile (%s): change its line there", name, file)
+				}
+			}
+		}
+	}
+	if errors.Is(err, keys.ErrNotFound) {
+		return usageError{fmt.Errorf("%w (`toolgate keys list` shows the keys in force; a revoked key cannot be updated: create a new one)", err)}
+	}
+	if err != nil {
+		return err
+	}
+	if (f.set("allow") || f.set("deny")) && len(after.Allow)+len(after.Deny) > 0 {
+		log := g.logger
+		if log == nil {
+			log = slog.New(slog.DiscardHandler)
+		}
+		known, unread := indexedTools(g, log, cfg)
+		warnUnmatchedGlobs(errw, known, unread, after.Allow, after.Deny, g.DataDir(), "updated")
+	}
+	was, is := describeScope(before), describeScope(after)
+	if was == is {
+		fmt.Fprintf(w, "API key %q already had this scope (%s): nothing changed.\n", name, is)
+		return nil
+	}
+	g.auditCommand("keys update", "", "", fmt.Sprintf("key %q: %s → %s", name, was, is))
+	fmt.Fprintf(w, "Updated API key %q: %s (was: %s).\n", name, is, was)
+	fmt.Fprintln(w, "Its secret is the same: a running gateway applies the new scope from its next request.")
 	return nil
 }

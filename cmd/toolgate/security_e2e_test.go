@@ -278,5 +278,5 @@ func adminOnlyRefusal(key, id string) string {
 func outsideProfile(key, profile, id string) string {
 	return "execute_tool " + id + `: the API key "` + key + `" lacks access to this tool: the key is limited to profile "` + profile +
 		`", which does not show it; an admin can add it to that profile (toolgate.profiles.` + profile +
-		" in the config) or create a key with another profile (toolgate keys create --name NAME --profile PROFILE). Call search_tools to find a tool you can run."
+		" in the config) or give the key another profile, its secret kept (toolgate keys update " + key + " --profile PROFILE). Call search_tools to find a tool you can run."
 }

@@ -1099,7 +1099,7 @@ func TestKeysExpiringSaid(t *testing.T) {
 	cmd := toolgateCmd(t, data, "status", "--addr", addr)
 	cmd.Env = append(cmd.Env, "TOOLGATE_KEY="+admin)
 	out, _ := cmd.Output()
-	for _, want := range []string{"API key erin expires at ", ", in 3 days: rotate it", "API key old EXPIRED at ", "  fix: rotate a key: toolgate keys create --name NEW"} {
+	for _, want := range []string{"API key erin expires at ", ", in 3 days: rotate it", "API key old EXPIRED at ", "  fix: rotate a key: toolgate keys create --name NEW", "; or extend it, its secret kept: toolgate keys update NAME --expires 90d"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("toolgate status lacks %q:\n%s", want, out)
 		}
@@ -1128,4 +1128,89 @@ func TestServeWarnsOfConfigOthersMayWrite(t *testing.T) {
 	if strings.Contains(logs.String(), "config="+owned) {
 		t.Errorf("a warning of the config of the owner's alone:\n%s", logs.String())
 	}
+}
+
+// TestKeysUpdateKeepsSecret: a person who changes team gets the new
+// team's profile with `toolgate keys update NAME --profile P`, the secret
+// unchanged: a running gateway applies the new scope from the next
+// request of the same client, the change is audited with the scope before
+// and after, and a profile the config lacks, no change given or a name
+// that is no key is a usage error that says what to do. There was no way
+// but a new key, whose secret had to reach the person again.
+func TestKeysUpdateKeepsSecret(t *testing.T) {
+	data := t.TempDir()
+	cfg := fakeConfig(t, map[string]string{"a": backendtest.ModeNormal, "b": backendtest.ModeNormal},
+		map[string]any{"profiles": map[string]any{"team-a": map[string]any{"servers": []string{"a"}}, "team-b": map[string]any{"servers": []string{"b"}}}})
+	key := createKey(t, data, "--name", "carol", "--profile", "team-a", "--config", cfg)
+	addr, _ := startGateway(t, data, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cs, err := connectKey(ctx, t, addr, "/mcp", key, "carol")
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := func(tool string) bool {
+		t.Helper()
+		return !executeTool(t, ctx, cs, tool, map[string]any{"text": "hi"}).IsError
+	}
+	if !runs("a__echo") || runs("b__echo") {
+		t.Fatalf("before the update the key of profile team-a ran a__echo %v and b__echo %v, want only a's", runs("a__echo"), runs("b__echo"))
+	}
+	for _, bad := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"carol"}, "keys update carol: give what to change: --profile, --allow, --deny, --expires or --admin"},
+		{[]string{"carol", "--profile", "team-c"}, `--profile "team-c": ` + cfg + " has no such profile in toolgate.profiles (profiles: team-a, team-b)"},
+		{[]string{"dave", "--profile", "team-b"}, `no such key named "dave" in ` + dirs.Keys(data)},
+	} {
+		out, stderr, err := runToolgate(t, data, append(append([]string{"keys", "update"}, bad.args...), "--config", cfg)...)
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(stderr, bad.want) {
+			t.Errorf("keys update %v: %v\n%s%s\nwant exit status 2 saying %q", bad.args, err, out, stderr, bad.want)
+		}
+	}
+	out, stderr, err := runToolgate(t, data, "keys", "update", "carol", "--profile", "team-b", "--config", cfg)
+	if err != nil || !strings.Contains(out, `Updated API key "carol": profile team-b; never expires (was: profile team-a; never expires).`) {
+		t.Fatalf("keys update: %v\n%s%s", err, out, stderr)
+	}
+	if runs("a__echo") || !runs("b__echo") {
+		t.Errorf("after the update the same secret ran a__echo %v and b__echo %v, want only b's", runs("a__echo"), runs("b__echo"))
+	}
+	out, _, err = runToolgate(t, data, "audit", "tail", "--tool", "keys update", "--json")
+	var r audit.Record
+	if err != nil || json.Unmarshal([]byte(out), &r) != nil || r.Reason != `key "carol": profile team-a; never expires → profile team-b; never expires` {
+		t.Errorf("the update's audit record: %v %s", err, out)
+	}
+	// A glob that matches no tool is warned of, in an update's words.
+	out, stderr, err = runToolgate(t, data, "keys", "update", "carol", "--deny", "B__*", "--config", cfg)
+	if err != nil || !strings.Contains(stderr, `warning: --deny "B__*" matches no tool of the index`) || !strings.Contains(stderr, "the key is updated all the same") {
+		t.Errorf("keys update with a glob that matches nothing: %v\n%s%s", err, out, stderr)
+	}
+}
+
+// TestKeysCreateRevokedNameNoted: a key created under the name of a
+// revoked one (a leaked key replaced under the same name) is created, with
+// a note that the audit log names both alike and how to keep them apart:
+// `audit tail --key bob` mixed the leaked key's refusals with the new
+// key's calls without a word.
+func TestKeysCreateRevokedNameNoted(t *testing.T) {
+	data := t.TempDir()
+	createKey(t, data, "--name", "bob")
+	if _, stderr, err := runToolgate(t, data, "keys", "revoke", "bob"); err != nil {
+		t.Fatalf("keys revoke: %v\n%s", err, stderr)
+	}
+	out, stderr, err := runToolgate(t, data, "keys", "create", "--name", "bob")
+	if err != nil || !strings.HasPrefix(lastLine(out), keys.Prefix) ||
+		!strings.Contains(stderr, `note: a key named "bob" was revoked at `) || !strings.Contains(stderr, "a name of its own (e.g. bob-2) keeps them apart") {
+		t.Errorf("keys create of a revoked key's name: %v\n%s%s", err, out, stderr)
+	}
+	if _, stderr, err := runToolgate(t, data, "keys", "create", "--name", "carol"); err != nil || strings.Contains(stderr, "was revoked") {
+		t.Errorf("keys create of a new name: %v\n%s", err, stderr)
+	}
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return lines[len(lines)-1]
 }

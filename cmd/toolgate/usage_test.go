@@ -165,7 +165,7 @@ func TestParseExpiry(t *testing.T) {
 		{in: "2026-02-30", err: "not a date: day out of range"},
 		{in: "2026-13-01", err: "not a date: month out of range"},
 		{in: "0d", err: "want a positive number of days, weeks or years"},
-		{in: "-5d", err: "want a duration like 90m, 12h, 30d, 2w or 1y, a date like 2026-12-31 or a date and time like 2026-12-31T18:00 (in local time), or an RFC 3339 time"},
+		{in: "-5d", err: "want a duration like 90m, 12h, 30d, 2w or 1y, a date like 2026-12-31 (or today, yesterday, tomorrow) or a date and time like 2026-12-31T18:00 (in local time), or an RFC 3339 time"},
 		{in: "100000000d", err: "100000000d is too far off (the last date a key may name is 9999-12-31): leave --expires out for a key that never expires"},
 		{in: "9000y", err: "11026-12-04 is too far off (the last date a key may name is 9999-12-31)"},
 		// After year 9999, which a date cannot write: the limit, not

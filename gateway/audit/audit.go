@@ -622,22 +622,66 @@ func (l *Log) rotate() error {
 		}
 	}
 	l.closeFile()
-	n := l.opts.MaxFiles
+	_, err = shift(l.path, l.opts.MaxFiles) // the next ready opens a new file
+	return err
+}
+
+// shift rotates the log at path: it removes the rotated files from .n on
+// (the oldest kept, and any past n that a larger MaxFiles kept before),
+// renames .n-1 … .1 up by one and the file to .1, and returns the rotated
+// files it removed. The caller holds the folder's lock.
+func shift(path string, n int) (dropped []string, err error) {
 	for i := n; ; i++ {
-		err := os.Remove(Rotated(l.path, i))
+		err := os.Remove(Rotated(path, i))
 		if errors.Is(err, fs.ErrNotExist) && i > n {
 			break
 		}
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return err
+			return dropped, err
+		}
+		if err == nil {
+			dropped = append(dropped, Rotated(path, i))
 		}
 	}
 	for i := n - 1; i >= 1; i-- {
-		if err := os.Rename(Rotated(l.path, i), Rotated(l.path, i+1)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return err
+		if err := os.Rename(Rotated(path, i), Rotated(path, i+1)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return dropped, err
 		}
 	}
-	return os.Rename(l.path, Rotated(l.path, 1)) // the next ready opens a new file
+	return dropped, os.Rename(path, Rotated(path, 1))
+}
+
+// ErrNothingToRotate is Rotate's answer for a log that is missing or
+// holds no record: there is nothing to move aside.
+var ErrNothingToRotate = errors.New("the audit log holds no record: nothing to rotate")
+
+// Rotate rotates the log at path now, from another process than the
+// gateways writing it (`toolgate audit rotate`), as a gateway does when
+// the file would pass MaxFileBytes: the file becomes .1, keeping maxFiles
+// rotated files (0 = DefaultMaxFiles), under the folder's lock that the
+// gateways' own rotations take. A gateway writing the file sees it renamed
+// at its next record and opens a new one; a record it writes meanwhile
+// lands in .1, never lost. dropped are the rotated files removed.
+func Rotate(path string, maxFiles int) (dropped []string, err error) {
+	if maxFiles <= 0 {
+		maxFiles = DefaultMaxFiles
+	}
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return nil, ErrNothingToRotate // no folder to lock either
+	}
+	unlock, err := lockFolder(filepath.Dir(path))
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	fi, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) || err == nil && fi.Size() == 0 {
+		return nil, ErrNothingToRotate
+	}
+	if err != nil {
+		return nil, err
+	}
+	return shift(path, maxFiles)
 }
 
 // lockFolder takes the exclusive lock of the log's folder (flock: let go

@@ -662,7 +662,7 @@ func (c *Console) calls(caller *policy.Caller) []Call {
 	}
 	out := []Call{}
 	for _, call := range all {
-		if call.key != caller.Key.Name {
+		if call.Key != caller.Key.Name {
 			continue
 		}
 		if c.o.Policy == nil {

@@ -997,6 +997,41 @@ func TestRecentCallsOwnKey(t *testing.T) {
 	}
 }
 
+// TestRecentCallsSayWho: an admin reading the whole team's recent calls
+// reads who made each (the call's API key, "key" in the state); a key
+// that is not admin reads its own name on its own calls. Before, the
+// admin's table had no key: a call that went through named no one.
+func TestRecentCallsSayWho(t *testing.T) {
+	fk := &fakeKeys{key: "tg_secret", scopes: map[string]*policy.Key{
+		"tg_a": {Name: "a"}, "tg_b": {Name: "b"}, "tg_root": {Name: "root", Admin: true},
+	}}
+	e := newEnvWith(t, &Options{Catalog: fakeCatalog{}, Keys: fk})
+	ok := callerFunc(func() (*mcp.CallToolResult, error) { return &mcp.CallToolResult{}, nil })
+	for _, k := range []string{"a", "b"} {
+		ctx := policy.WithCaller(context.Background(), &policy.Caller{Transport: policy.TransportHTTP, Key: fk.scopes["tg_"+k]})
+		_, _ = e.rec.Caller(ok).CallTool(ctx, "memory", "read_graph", nil)
+	}
+	stdio := policy.WithCaller(context.Background(), &policy.Caller{Transport: policy.TransportStdio})
+	_, _ = e.rec.Caller(ok).CallTool(stdio, "memory", "read_graph", nil)
+	for key, want := range map[string]string{"tg_root": "[ b a ]", "tg_a": "[a]", "tg_b": "[b]"} {
+		resp, body := e.do(t, "GET", "/ui/api/state", "", "Authorization", "Bearer "+key)
+		var st struct {
+			Calls []map[string]any `json:"calls"`
+		}
+		if resp.StatusCode != 200 || json.Unmarshal([]byte(body), &st) != nil {
+			t.Fatalf("state as %s: %d %s", key, resp.StatusCode, body)
+		}
+		var who []string
+		for _, c := range st.Calls {
+			k, _ := c["key"].(string)
+			who = append(who, k)
+		}
+		if fmt.Sprint(who) != want {
+			t.Errorf("state as %s: the recent calls' keys are %q, want %s (newest first)", key, who, want)
+		}
+	}
+}
+
 // TestSessionGone: a session cookie the gateway does not know (the page
 // was opened before the gateway restarted: sessions live in memory) is
 // told that the session ended and to log in again, not that a key is

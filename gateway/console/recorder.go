@@ -17,9 +17,10 @@ type Call struct {
 	// Error is why the call failed (the gateway's error, never the tool's
 	// output nor its arguments).
 	Error string `json:"error,omitempty"`
-	// key is the name of the API key the call was made with ("" for
-	// none): a key that is not admin sees only its own calls.
-	key string
+	// Key is the name of the API key the call was made with ("" for
+	// none, stdio): who made it, for an admin reading everyone's calls;
+	// a key that is not admin sees only its own calls.
+	Key string `json:"key,omitempty"`
 }
 
 // DefaultRecent is how many calls a Recorder keeps by default.
@@ -48,7 +49,7 @@ func (r *Recorder) Caller(c gateway.Caller) gateway.Caller {
 		call := Call{At: c.Start, Server: c.Server, Tool: c.Tool, Outcome: c.Outcome,
 			DurationMS: float64(c.Duration.Microseconds()) / 1000}
 		if c.Caller != nil && c.Caller.Key != nil {
-			call.key = c.Caller.Key.Name
+			call.Key = c.Caller.Key.Name
 		}
 		if c.Err != nil {
 			call.Error = c.Err.Error()

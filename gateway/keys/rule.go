@@ -76,11 +76,13 @@ func IsLacksAccess(reason, name string) bool {
 // OutsideProfile is the refusal of a tool outside the profile key name is
 // limited to: why and what an admin can do, naming only the key's own
 // profile (none of the others, nor a server), the same whatever the tool.
-// It said only that the key lacks access, which left its user to guess.
+// It said only that the key lacks access, which left its user to guess,
+// and then to create a key with another profile, whose new secret had to
+// reach the key's holder: keys update keeps it.
 func OutsideProfile(name, profile string) string {
 	return fmt.Sprintf("%s: the key is limited to profile %q, which does not show it; an admin can add it to that profile "+
-		"(toolgate.profiles.%s in the config) or create a key with another profile (toolgate keys create --name NAME --profile PROFILE)",
-		LacksAccess(name), profile, profile)
+		"(toolgate.profiles.%s in the config) or give the key another profile, its secret kept (toolgate keys update %s --profile PROFILE)",
+		LacksAccess(name), profile, profile, name)
 }
 
 // outsideProfileManagement is the refusal of a management tool
@@ -93,15 +95,15 @@ func OutsideProfile(name, profile string) string {
 func outsideProfileManagement(name, profile string) string {
 	return fmt.Sprintf("%s: the key is limited to profile %q, which does not show the management tools (%s__…): they are shown only by a profile that lists %q in its servers; "+
 		"an admin can add %q to toolgate.profiles.%s.servers in the config (a profile without servers must then list the other servers it shows too) "+
-		"or create a key with another profile (toolgate keys create --name NAME --profile PROFILE)",
-		LacksAccess(name), profile, config.BuiltinServer, config.BuiltinServer, config.BuiltinServer, profile)
+		"or give the key another profile, its secret kept (toolgate keys update %s --profile PROFILE)",
+		LacksAccess(name), profile, config.BuiltinServer, config.BuiltinServer, config.BuiltinServer, profile, name)
 }
 
 // outsideGlobs is the refusal of a tool the key's --allow or --deny
 // globs leave out.
 func outsideGlobs(name string) string {
-	return fmt.Sprintf("%s: the key's --allow or --deny globs leave it out; an admin can create a key whose globs cover it "+
-		"(toolgate keys create --name NAME --allow GLOB; toolgate keys list shows this key's)", LacksAccess(name))
+	return fmt.Sprintf("%s: the key's --allow or --deny globs leave it out; an admin can change them to cover it, its secret kept "+
+		"(toolgate keys update %s --allow GLOB or --deny GLOB, which replace the key's; toolgate keys list shows them)", LacksAccess(name), name)
 }
 
 // adminOnly is the refusal of a tool only an admin key may run (the

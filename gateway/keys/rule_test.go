@@ -82,7 +82,7 @@ func TestScopeDenialSaysWhy(t *testing.T) {
 	set.Put(policy.NewProfiles(map[string]config.Profile{"kg": {Servers: []string{"memory"}}, "files": {Servers: []string{"filesystem"}}}))
 	kg := &policy.Caller{Transport: policy.TransportHTTP, Key: Entry{Name: "k", Profile: "kg"}.Caller()}
 	want := `the API key "k" lacks access to this tool: the key is limited to profile "kg", which does not show it; ` +
-		`an admin can add it to that profile (toolgate.profiles.kg in the config) or create a key with another profile (toolgate keys create --name NAME --profile PROFILE)`
+		`an admin can add it to that profile (toolgate.profiles.kg in the config) or give the key another profile, its secret kept (toolgate keys update k --profile PROFILE)`
 	for _, id := range []string{"filesystem__read_file", "nosuch__tool"} {
 		if d := set.Decide(kg, tool(id)); d.Allowed || d.Reason != want {
 			t.Errorf("kg key on %s: %q, want %q", id, d.Reason, want)
@@ -102,7 +102,7 @@ func TestScopeDenialSaysWhy(t *testing.T) {
 		c := &policy.Caller{Transport: policy.TransportHTTP, Key: Entry{Name: "k", Profile: profile}.Caller()}
 		want := `the API key "k" lacks access to this tool: the key is limited to profile "` + profile + `", which does not show the management tools (toolgate__…): ` +
 			`they are shown only by a profile that lists "toolgate" in its servers; an admin can add "toolgate" to toolgate.profiles.` + profile + `.servers in the config ` +
-			`(a profile without servers must then list the other servers it shows too) or create a key with another profile (toolgate keys create --name NAME --profile PROFILE)`
+			`(a profile without servers must then list the other servers it shows too) or give the key another profile, its secret kept (toolgate keys update k --profile PROFILE)`
 		for _, id := range []string{"toolgate__list_servers", "toolgate__nosuch"} {
 			if d := set.Decide(c, tool(id)); d.Allowed || d.Reason != want || !IsLacksAccess(d.Reason, "k") {
 				t.Errorf("%s key on %s: %q, want %q", profile, id, d.Reason, want)

@@ -426,6 +426,40 @@ func Add(path string, e Entry) error {
 	})
 }
 
+// Update changes the key named name in the data folder's file at path in
+// place: change edits its entry (its scope, expiry, admin), which is
+// checked and written back, the secret and its SHA-256 kept, so the key's
+// holder keeps the secret (a person who changes team). A running gateway
+// reads the new scope at its next request, as it reads a new or revoked
+// key. before and after are the entry as it was and as it is now.
+func Update(path, name string, change func(*Entry) error) (before, after Entry, err error) {
+	err = datafile.Update(path, func(old []byte) ([]byte, error) {
+		es, err := Parse(old, path)
+		if err != nil {
+			return nil, err
+		}
+		i := slices.IndexFunc(es, func(x Entry) bool { return x.Name == name && x.Revoked.IsZero() })
+		if i < 0 {
+			return nil, fmt.Errorf("%w named %q in %s", ErrNotFound, name, path)
+		}
+		before = es[i]
+		e := before
+		e.Allow, e.Deny = slices.Clone(e.Allow), slices.Clone(e.Deny)
+		if err := change(&e); err != nil {
+			return nil, err
+		}
+		if e.Name != before.Name || e.SHA256 != before.SHA256 {
+			return nil, errors.New("a key's name and secret cannot change: create another key")
+		}
+		if err := e.Validate(); err != nil {
+			return nil, err
+		}
+		es[i], after = e, e
+		return Format(es), nil
+	})
+	return before, after, err
+}
+
 // ErrNotFound is Revoke's error for a name the file does not hold.
 var ErrNotFound = errors.New("no such key")
 

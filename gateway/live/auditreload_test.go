@@ -87,3 +87,41 @@ func TestReloadAuditNamesInPlaceFields(t *testing.T) {
 		t.Errorf("records %+v, want two that read %q", recs, want)
 	}
 }
+
+// TestReloadAuditsProfilesAndSettings: a reload that changes who sees
+// what — a profile added, changed or removed — writes one record per
+// profile, with the profile in the record (`audit tail --profile dev`
+// finds it), and one for the other settings it applied. A reload that
+// changed no server wrote none, so "when did dev get the management
+// tools" had no answer in the audit log.
+func TestReloadAuditsProfilesAndSettings(t *testing.T) {
+	pool := newFakePool("a", "b")
+	hup := make(chan os.Signal, 1)
+	log := &audittest.Log{}
+	profiles := func(p map[string]any) map[string]any { return map[string]any{"profiles": p} }
+	f := newFixture(t, t.TempDir(), pool, &Options{Debounce: time.Hour, Reload: hup, Audit: log}, "a", "b")
+	f.run(t)
+	writeFile(t, f.path, configBytes(t, profiles(map[string]any{"dev": map[string]any{"servers": []string{"a"}}, "old": map[string]any{}}), "a", "b"))
+	hup <- syscall.SIGHUP
+	f.wait(t, "the first reload", func(s Stats) bool { return s.ReloadGeneration >= 1 })
+	before := len(log.Records()) // dev and old added
+	settings := profiles(map[string]any{"dev": map[string]any{"servers": []string{"a", "toolgate"}}, "qa": map[string]any{"readOnly": true}})
+	settings["management"] = map[string]any{"allowConfigChanges": true}
+	writeFile(t, f.path, configBytes(t, settings, "a", "b"))
+	hup <- syscall.SIGHUP
+	f.wait(t, "the reload", func(s Stats) bool { return s.ReloadGeneration >= 2 })
+	type short struct{ Action, Server, Profile, Reason string }
+	var got []short
+	for _, r := range log.Records()[before:] {
+		got = append(got, short{r.Action, r.Server, r.Profile, r.Reason})
+	}
+	want := []short{
+		{audit.ConfigReload, "", "dev", `profile "dev" changed in ` + f.path + " (SIGHUP)"},
+		{audit.ConfigReload, "", "qa", `profile "qa" added to ` + f.path + " (SIGHUP)"},
+		{audit.ConfigReload, "", "old", `profile "old" removed from ` + f.path + " (SIGHUP)"},
+		{audit.ConfigReload, "", "", "settings toolgate.management applied from " + f.path + " (SIGHUP)"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("the records of a reload of profiles and a setting (-want +got):\n%s", diff)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"reflect"
 	"slices"
@@ -248,7 +249,8 @@ func (l *Loop) reload(ctx context.Context, trigger, transport string, force bool
 	here := l.disabledHere() // of the servers it has now
 	l.update(func(s *Stats) { s.RestartPending, s.Disabled = pending, here })
 	r := l.reloaded(l.auditReload(&Reload{At: start, Trigger: trigger, Added: d.Added, Removed: d.Removed, Changed: d.Changed,
-		Updated: d.Updated, Unchanged: d.Unchanged, Applied: now, RestartOnly: later, Warning: warning, Fields: d.Fields}, transport))
+		Updated: d.Updated, Unchanged: d.Unchanged, Applied: now, RestartOnly: later, Warning: warning, Fields: d.Fields},
+		transport, profileChanges(was.Profiles, cfg.Toolgate.Profiles)...))
 	l.changedHook()
 	return r, false
 }
@@ -260,11 +262,13 @@ func (l *Loop) reload(ctx context.Context, trigger, transport string, force bool
 // recorded again: their records say what they changed, and their Reload
 // took the files' content, so the watcher's look at it that follows finds
 // nothing new. One record per server the reload added, removed, changed or
-// updated (Record.Server set), none when it changed no server; a rejected
+// updated (Record.Server set), one per profile it added, removed or
+// changed (Record.Profile set) and one for the other settings it applied;
+// none when it changed none of these; a rejected
 // reload is one record with outcome isError and the error (a file found
 // empty, being saved, is not one: the save that follows is). Written
 // before the reload is counted (Stats.ReloadGeneration).
-func (l *Loop) auditReload(r *Reload, transport string) *Reload {
+func (l *Loop) auditReload(r *Reload, transport string, profiles ...profileChange) *Reload {
 	if l.opts.Audit == nil || transport == "" {
 		return r
 	}
@@ -294,7 +298,44 @@ func (l *Loop) auditReload(r *Reload, transport string) *Reload {
 			l.opts.Audit.Write(rec)
 		}
 	}
+	// Who may see what changed too: one record per profile, found by
+	// `audit tail --profile NAME`, and one for the other settings applied
+	// (a reload that changed no server wrote none).
+	rec.Server = ""
+	for _, p := range profiles {
+		rec.Profile, rec.Reason = p.name, fmt.Sprintf("profile %q %s %s (%s)", p.name, p.what, file, r.Trigger)
+		l.opts.Audit.Write(rec)
+	}
+	rec.Profile = ""
+	if other := slices.DeleteFunc(slices.Clone(r.Applied), func(s string) bool { return s == "toolgate.profiles" }); len(other) > 0 {
+		rec.Reason = fmt.Sprintf("settings %s applied from %s (%s)", strings.Join(other, ", "), file, r.Trigger)
+		l.opts.Audit.Write(rec)
+	}
 	return r
+}
+
+// profileChange is a profile a reload added ("added to"), removed
+// ("removed from") or changed ("changed in"): each an audit record of its
+// own (auditReload).
+type profileChange struct{ name, what string }
+
+// profileChanges are the profiles cur adds to old, removes from it and
+// changes, by name.
+func profileChanges(old, cur map[string]config.Profile) []profileChange {
+	var out []profileChange
+	for _, name := range slices.Sorted(maps.Keys(cur)) {
+		if was, ok := old[name]; !ok {
+			out = append(out, profileChange{name, "added to"})
+		} else if !same(was, cur[name]) {
+			out = append(out, profileChange{name, "changed in"})
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(old)) {
+		if _, ok := cur[name]; !ok {
+			out = append(out, profileChange{name, "removed from"})
+		}
+	}
+	return out
 }
 
 // effective is s as this gateway takes it: without toolgate.http.addr

@@ -334,12 +334,17 @@ function renderState(st) {
 
   $("calls").hidden = !st.hasCalls;
   syncNav();
+  // Who made each call, once calls carry API keys (an admin reads the
+  // whole team's; a key that is not admin, its own).
+  const keyed = st.calls.some((c) => c.key);
+  $("call-key-h").hidden = !keyed;
   $("call-rows").replaceChildren(...(st.calls.length ? st.calls.map((c) => el("tr", { "data-tool": c.server + "__" + c.tool },
     el("td", { class: "mono" }, new Date(c.at).toLocaleTimeString()),
+    ...(keyed ? [el("td", { class: "mono", "data-key": c.key || "" }, c.key || "–")] : []),
     el("td", { class: "mono" }, c.server + "__" + c.tool),
     el("td", {}, el("span", { class: "outcome-" + c.outcome }, c.outcome)),
     el("td", { class: "num" }, c.durationMs.toFixed(1) + " ms"),
-    el("td", { class: "err" }, c.error || ""))) : [el("tr", {}, el("td", { colspan: 5, class: "muted" }, "No tool calls yet."))]));
+    el("td", { class: "err" }, c.error || ""))) : [el("tr", {}, el("td", { colspan: keyed ? 6 : 5, class: "muted" }, "No tool calls yet."))]));
   keyboardScroll();
 
   const facts = [

@@ -439,6 +439,9 @@ func (b *backend) status() Status {
 		}
 	}
 	st.StepUp = b.stepUp() // read from the login file, with no lock held
+	if st.State != StateNeedsLogin {
+		st.LoginExpiry = b.loginExpiry()
+	}
 	return st
 }
 

@@ -425,6 +425,9 @@ func TestAuditRotateUnknownMaxFiles(t *testing.T) {
 	data := t.TempDir()
 	path := dirs.Audit(data)
 	for i := 8; i >= 0; i-- {
+		if i == 6 {
+			continue // a gap: .7 is kept all the same
+		}
 		p := path
 		if i > 0 {
 			p = audit.Rotated(path, i)
@@ -438,6 +441,9 @@ func TestAuditRotateUnknownMaxFiles(t *testing.T) {
 		t.Errorf("audit rotate without a config: %v\n%s%s", err, out, stderr)
 	}
 	for i := 1; i <= 9; i++ {
+		if i == 7 {
+			continue
+		}
 		b, err := os.ReadFile(audit.Rotated(path, i))
 		if want := fmt.Sprintf(`"a__t%d"`, i-1); err != nil || !strings.Contains(string(b), want) {
 			t.Errorf("%s: %v %q, want the record of %s", audit.Rotated(path, i), err, b, want)

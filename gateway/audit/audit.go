@@ -683,11 +683,14 @@ func Rotate(path string, maxFiles int) (dropped []string, err error) {
 		return nil, err
 	}
 	if maxFiles == KeepEvery {
-		// Past the last rotated file there is: shift then removes none.
-		for maxFiles = 1; ; maxFiles++ {
-			if _, err := os.Stat(Rotated(path, maxFiles)); errors.Is(err, fs.ErrNotExist) {
-				break
-			}
+		// Where neither .n nor .n+1 is: shift removes from .n on up to
+		// the first missing past it, so none (a .7 after a missing .6
+		// stays).
+		missing := func(i int) bool {
+			_, err := os.Stat(Rotated(path, i))
+			return errors.Is(err, fs.ErrNotExist)
+		}
+		for maxFiles = 1; !missing(maxFiles) || !missing(maxFiles+1); maxFiles++ {
 		}
 	}
 	return shift(path, maxFiles)

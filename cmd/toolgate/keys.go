@@ -566,6 +566,9 @@ func runKeysUpdate(g *globals, w, errw io.Writer, name string, f keysUpdateFlags
 		if f.set("admin") {
 			e.Admin = f.admin
 		}
+		if err := e.Validate(); err != nil {
+			return usageError{err} // a glob that does not parse, as keys create says it
+		}
 		return nil
 	})
 	if errors.Is(err, keys.ErrNotFound) && inKeysFile(data, file, name) {

@@ -596,5 +596,10 @@ func runKeysUpdate(g *globals, w, errw io.Writer, name string, f keysUpdateFlags
 	g.auditCommand("keys update", "", "", fmt.Sprintf("key %q: %s → %s", name, was, is))
 	fmt.Fprintf(w, "Updated API key %q: %s (was: %s).\n", name, is, was)
 	fmt.Fprintln(w, "Its secret is the same: a running gateway applies the new scope from its next request.")
+	if before.Admin && !after.Admin {
+		if l, err := keys.Open(data, &keys.Options{File: file}).List(); err == nil && !slices.ContainsFunc(l, func(k keys.Listed) bool { return k.Admin && k.Revoked.IsZero() }) {
+			fmt.Fprintf(w, "That was the last admin key: over HTTP no key may now add or remove servers through the management tools, nor read what is `hidden from this API key` (the toolgate commands on this machine still can); `toolgate keys update NAME --admin=true` gives a key the right again.\n")
+		}
+	}
 	return nil
 }

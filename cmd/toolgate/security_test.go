@@ -1189,6 +1189,25 @@ func TestKeysUpdateKeepsSecret(t *testing.T) {
 	}
 }
 
+// TestKeysUpdateLastAdminNoted: taking the admin right from the last
+// admin key says what no key may then do over HTTP, and how to give it
+// back; taking it from one of two says nothing of it. It went without a
+// word.
+func TestKeysUpdateLastAdminNoted(t *testing.T) {
+	data := t.TempDir()
+	createKey(t, data, "--name", "ops", "--admin")
+	createKey(t, data, "--name", "ops2", "--admin")
+	const note = "That was the last admin key: over HTTP no key may now add or remove servers"
+	out, stderr, err := runToolgate(t, data, "keys", "update", "ops2", "--admin=false")
+	if err != nil || strings.Contains(out, note) {
+		t.Errorf("keys update ops2 --admin=false beside another admin key: %v\n%s%s", err, out, stderr)
+	}
+	out, stderr, err = runToolgate(t, data, "keys", "update", "ops", "--admin=false")
+	if err != nil || !strings.Contains(out, note) || !strings.Contains(out, "`toolgate keys update NAME --admin=true` gives a key the right again") {
+		t.Errorf("keys update of the last admin key --admin=false: %v\n%s%s\nwant the note %q", err, out, stderr, note)
+	}
+}
+
 // TestKeysCreateRevokedNameNoted: a key created under the name of a
 // revoked one (a leaked key replaced under the same name) is created, with
 // a note that the audit log names both alike and how to keep them apart:

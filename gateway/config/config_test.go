@@ -358,6 +358,11 @@ func TestParseBad(t *testing.T) {
 			{`toolgate.profiles["a b"].servers`, `is empty`},
 			{`toolgate.profiles["a b"].tools.allow`, `is empty, so the profile would show no tool`},
 		}},
+		// A profile written before any server: "use one of  (or …".
+		{"profiles before any server", `{"mcpServers": {}, "toolgate": {"profiles": {"kg": {"servers": ["memory"], "tools": {"deny": ["memory__delete_*"]}}}}}`, nil, []want{
+			{`toolgate.profiles.kg.servers[0]`, `no server named "memory" in mcpServers: mcpServers has no server yet: add it there first (or "toolgate" for the management tools)`},
+			{`toolgate.profiles.kg.tools.deny[0]`, `"memory__delete_*" names server "memory", which is not in mcpServers: mcpServers has no server yet: add it there first`},
+		}},
 		{"management", `{"mcpServers": {"a": {"command": "x"}}, "toolgate": {"management": {"allowConfigChange": true}}}`, nil, []want{
 			{`toolgate.management.allowConfigChange`, `did you mean "allowConfigChanges"?`},
 		}},

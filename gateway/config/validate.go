@@ -92,7 +92,7 @@ func (f *File) validateProfiles() []*FieldError {
 		}
 		for i, s := range p.Servers {
 			if !known(s) {
-				bad(fmt.Sprintf("%s.servers[%d]", at, i), "no server named %q in mcpServers: use one of %s (or %q for the management tools)", s, quoteList(names), BuiltinServer)
+				bad(fmt.Sprintf("%s.servers[%d]", at, i), "no server named %q in mcpServers: %s (or %q for the management tools)", s, useOneOf(names), BuiltinServer)
 			}
 		}
 		for _, g := range []struct {
@@ -104,7 +104,7 @@ func (f *File) validateProfiles() []*FieldError {
 				if msg := catalog.CheckGlob(glob); msg != "" {
 					bad(field, "%s", msg)
 				} else if s := catalog.GlobServer(glob); s != "" && !known(s) {
-					bad(field, "%q names server %q, which is not in mcpServers: use one of %s", glob, s, quoteList(names))
+					bad(field, "%q names server %q, which is not in mcpServers: %s", glob, s, useOneOf(names))
 				} else if s != "" && p.Servers != nil && !slices.Contains(p.Servers, s) {
 					bad(field, "%q names server %q, which is not among the profile's servers (%s): add it there, or fix the glob", glob, s, strings.Join(p.Servers, ", "))
 				}
@@ -577,4 +577,13 @@ func quoteList(list []string) string {
 		q[i] = strconv.Quote(s)
 	}
 	return strings.Join(q, ", ")
+}
+
+// useOneOf says which of names (the config's servers) to use, or that
+// there are none yet.
+func useOneOf(names []string) string {
+	if len(names) == 0 {
+		return "mcpServers has no server yet: add it there first"
+	}
+	return "use one of " + quoteList(names)
 }

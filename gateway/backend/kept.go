@@ -2,6 +2,7 @@ package backend
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"unsafe"
 
@@ -120,7 +121,19 @@ func (k *keptEvents) Read(p []byte) (int, error) {
 		k.feed(k.buf[:n])
 		if err != nil {
 			k.err = err
-			k.out = append(k.out, k.event...) // an event the stream ended in, as it came
+			if errors.Is(err, io.EOF) && !k.over && len(k.event) > 0 {
+				// go-sdk's reader takes the event a stream ends in
+				// without its empty line (the line it ends in too), as
+				// ended: so is it kept and observed (a 64-bit ID was
+				// rounded). After any other error go-sdk reads none of it.
+				if len(k.event) > k.lineAt {
+					k.endLine()
+				}
+				if len(k.event) > 0 {
+					k.dispatch()
+				}
+			}
+			k.out = append(k.out, k.event...) // an event the stream broke off in, as it came
 			k.event = nil
 		}
 	}
@@ -221,7 +234,7 @@ func (k *keptEvents) dispatch() {
 	k.reset()
 }
 
-// rewrite is the event with data as its one "data:" line, its other lines
+// rewrite is the event with data as its "data:" lines, its other lines
 // as they were.
 func (k *keptEvents) rewrite(data []byte) []byte {
 	out := make([]byte, 0, len(data)+256)
@@ -236,8 +249,12 @@ func (k *keptEvents) rewrite(data []byte) []byte {
 			out = append(out, line...)
 		}
 	}
-	out = append(append(append(out, "data: "...), data...), "\n\n"...)
-	return out
+	// One "data:" line for each line of data: go-sdk joins them with
+	// line ends again (a message written on several lines has some).
+	for line := range bytes.Lines(data) {
+		out = append(append(append(out, "data: "...), bytes.TrimSuffix(line, []byte("\n"))...), '\n')
+	}
+	return append(out, '\n')
 }
 
 // reset starts the next event.

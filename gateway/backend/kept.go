@@ -31,7 +31,7 @@ func (e *exactResult) keepMessage(data []byte) []byte {
 		return data
 	}
 	view := unsafe.String(unsafe.SliceData(data), len(data)) // data is not changed while read
-	res := gjson.Get(view, "result")
+	res := lastMember(view, "result") // go-sdk's, as keep's members
 	at, end := res.Index, res.Index+len(res.Raw)
 	if !res.IsObject() || at <= 0 || end > len(data) || !gjson.Valid(view) {
 		e.takeMessage(data)

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/gateway/config"
@@ -101,6 +102,40 @@ func TestKeptEventsAsGoSDKReads(t *testing.T) {
 			}
 			if len(res.Content) != 3 || res.Content[1].(*mcp.TextContent).Text != text {
 				t.Errorf("the big text is not whole (%d blocks)", len(res.Content))
+			}
+		})
+	}
+}
+
+// TestKeptMessageLastResult: the result keepMessage keeps is the one
+// go-sdk reads, the last of a message that names "result" twice (gjson's
+// Get found the first: its big text was put into the other's empty block).
+func TestKeptMessageLastResult(t *testing.T) {
+	big, _ := bigLogResult()
+	for name, tc := range map[string]struct {
+		message string
+		want    string // the second block's text as go-sdk reads the whole message
+	}{
+		"big first": {`{"jsonrpc":"2.0","id":1,"result":` + big + `,"result":{"content":[{"type":"text","text":"a"},{"type":"text","text":""}]}}`, ""},
+		"big last":  {`{"jsonrpc":"2.0","id":1,"result":{"content":[]},"result":` + big + `}`, "big"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, e := withExact(context.Background())
+			msg, err := jsonrpc.DecodeMessage(e.keepMessage([]byte(tc.message)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var res mcp.CallToolResult
+			if err := json.Unmarshal(msg.(*jsonrpc.Response).Result, &res); err != nil {
+				t.Fatal(err)
+			}
+			e.apply(&res)
+			if len(res.Content) < 2 {
+				t.Fatalf("%d blocks", len(res.Content))
+			}
+			got := res.Content[1].(*mcp.TextContent).Text
+			if tc.want == "" && got != "" || tc.want == "big" && len(got) < bigStructured {
+				t.Errorf("the second block's text is %d bytes, want go-sdk's reading (%s)", len(got), tc.want)
 			}
 		})
 	}

@@ -30,8 +30,10 @@ func (e *exactResult) keepMessage(data []byte) []byte {
 		e.takeMessage(data)
 		return data
 	}
-	view := unsafe.String(unsafe.SliceData(data), len(data)) // data is not changed while read
-	res := lastMember(view, "result") // go-sdk's, as keep's members
+	// data is not changed while read; of a "result" named twice, go-sdk's
+	// is the last.
+	view := unsafe.String(unsafe.SliceData(data), len(data))
+	res := lastMember(view, "result")
 	at, end := res.Index, res.Index+len(res.Raw)
 	if !res.IsObject() || at <= 0 || end > len(data) || !gjson.Valid(view) {
 		e.takeMessage(data)

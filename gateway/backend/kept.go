@@ -106,6 +106,7 @@ type keptEvents struct {
 	from, to int
 	lines    int
 	joined   []byte
+	other    bool // its "event:" names another than "message": go-sdk skips it
 	over     bool // the event is over max: handed on as it comes
 	mid      bool // (over) the bytes handed on last did not end a line
 
@@ -191,6 +192,11 @@ func (k *keptEvents) endLine() {
 		k.dispatch()
 		return
 	}
+	if name, ok := bytes.CutPrefix(line, []byte("event:")); ok {
+		name = bytes.TrimSpace(name) // as go-sdk reads it
+		k.other = len(name) > 0 && string(name) != "message"
+		return
+	}
 	v, ok := bytes.CutPrefix(line, []byte("data:"))
 	if !ok {
 		return
@@ -218,7 +224,7 @@ func (k *keptEvents) dispatch() {
 		data = k.event[k.from:k.to]
 	}
 	ev := k.event
-	if len(data) > 0 {
+	if len(data) > 0 && !k.other {
 		small := k.keep(data)
 		if msg, err := jsonrpc.DecodeMessage(small); err == nil {
 			k.observe(msg)
@@ -262,7 +268,7 @@ func (k *keptEvents) rewrite(data []byte) []byte {
 // reset starts the next event.
 func (k *keptEvents) reset() {
 	k.event = k.event[:0]
-	k.lineAt, k.from, k.to, k.lines, k.joined, k.over, k.mid = 0, 0, 0, 0, nil, false, false
+	k.lineAt, k.from, k.to, k.lines, k.joined, k.over, k.mid, k.other = 0, 0, 0, 0, nil, false, false, false
 }
 
 func (k *keptEvents) Close() error { return k.rc.Close() }

@@ -140,3 +140,24 @@ func TestKeptMessageLastResult(t *testing.T) {
 		})
 	}
 }
+
+// TestKeptEventsOtherNames: an event named other than "message", which
+// go-sdk skips, is neither kept nor observed: its big text was put into
+// the empty text block of the result that followed, and its message
+// relayed as if go-sdk had read it.
+func TestKeptEventsOtherNames(t *testing.T) {
+	big, _ := bigLogResult()
+	small := `{"content":[{"type":"text","text":"a"},{"type":"text","text":""}]}`
+	p := startPool(t, []config.Server{rawEventServer(t, small, func(answer string) string {
+		id := answer[strings.Index(answer, `"id":`)+5 : strings.Index(answer, `,"result"`)]
+		return "event: debug\ndata: " + `{"jsonrpc":"2.0","id":` + id + `,"result":` + big + "}\n\n" +
+			"event:  message \ndata: " + answer + "\n\n"
+	})}, testOptions(nil))
+	res, err := p.CallTool(context.Background(), "b", "t", nil)
+	if err != nil || res.IsError {
+		t.Fatalf("call: %v %v", err, res)
+	}
+	if len(res.Content) != 2 || res.Content[1].(*mcp.TextContent).Text != "" {
+		t.Errorf("the result is not the one go-sdk read (%d blocks, the second of %d bytes)", len(res.Content), len(res.Content[len(res.Content)-1].(*mcp.TextContent).Text))
+	}
+}

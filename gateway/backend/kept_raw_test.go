@@ -21,8 +21,19 @@ import (
 // bytes: the odd but valid ways servers write SSE, read by go-sdk's own
 // client through the pool.
 func rawEventServer(t *testing.T, result string, stream func(answer string) string) config.Server {
+	return rawEventServerResuming(t, result, stream, nil)
+}
+
+// rawEventServerResuming is rawEventServer whose GETs with a Last-Event-ID
+// resume returns answers.
+func rawEventServerResuming(t *testing.T, result string, stream func(answer string) string, resume func(lastEventID string) string) config.Server {
 	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if id := r.Header.Get("Last-Event-ID"); r.Method == http.MethodGet && id != "" && resume != nil {
+			w.Header().Set("Content-Type", "text/event-stream")
+			io.WriteString(w, resume(id))
+			return
+		}
 		if r.Method != http.MethodPost {
 			w.WriteHeader(http.StatusMethodNotAllowed)
 			return
@@ -159,5 +170,30 @@ func TestKeptEventsOtherNames(t *testing.T) {
 	}
 	if len(res.Content) != 2 || res.Content[1].(*mcp.TextContent).Text != "" {
 		t.Errorf("the result is not the one go-sdk read (%d blocks, the second of %d bytes)", len(res.Content), len(res.Content[len(res.Content)-1].(*mcp.TextContent).Text))
+	}
+}
+
+// TestKeptEventsResumed: a result that comes on a stream go-sdk resumed
+// (a GET with the Last-Event-ID of the call's POST stream, which ended
+// before it) is kept as one on the POST's stream: its 64-bit ID was
+// rounded.
+func TestKeptEventsResumed(t *testing.T) {
+	const long = `{"content":[{"type":"text","text":"id"}],"structuredContent":{"id":9007199254740993}}`
+	callID := make(chan string, 1)
+	p := startPool(t, []config.Server{rawEventServerResuming(t, long, func(answer string) string {
+		callID <- answer[strings.Index(answer, `"id":`)+5 : strings.Index(answer, `,"result"`)]
+		return "id: e1\ndata:\n\n" // a priming event, then the stream ends
+	}, func(lastEventID string) string {
+		if lastEventID != "e1" {
+			return ""
+		}
+		return "id: e2\ndata: " + `{"jsonrpc":"2.0","id":` + <-callID + `,"result":` + long + "}\n\n"
+	})}, testOptions(nil))
+	res, err := p.CallTool(context.Background(), "b", "t", nil)
+	if err != nil || res.IsError {
+		t.Fatalf("call: %v %v", err, res)
+	}
+	if raw, ok := res.StructuredContent.(json.RawMessage); !ok || !bytes.Contains(raw, []byte("9007199254740993")) {
+		t.Errorf("structuredContent %T %v, want the id as the server wrote it", res.StructuredContent, res.StructuredContent)
 	}
 }

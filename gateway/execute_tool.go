@@ -684,8 +684,10 @@ func trimmedName(name string) string {
 // mean: in another case or with "_" for "-" (catalog.Meant, as a server's
 // name is read), else with another separator between server and tool
 // (otherSeparator), else the one tool caller may see whose own name n is
-// (bareName). Several when n cannot tell them apart: my-fs__read beside
-// my_fs__read, written "My-fs__read" or "my.fs__read".
+// (bareName; none when a tool of another server that caller's scope
+// shows, disabled or quarantined, has that name too). Several when n
+// cannot tell them apart: my-fs__read beside my_fs__read, written
+// "My-fs__read" or "my.fs__read".
 func (g *Gateway) idsMeant(c *policy.Caller, n string) []string {
 	ids := g.searcher.IDs()
 	meant := catalog.Meant(n, ids)
@@ -694,9 +696,24 @@ func (g *Gateway) idsMeant(c *policy.Caller, n string) []string {
 	}
 	meant = slices.DeleteFunc(meant, func(id string) bool { return !g.visible(c, id) })
 	if len(meant) == 0 {
-		meant = bareName(n, slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return !g.visible(c, id) }))
+		// Among the tools caller's own scope shows, whatever their state:
+		// one of a server disabled at run time, or quarantined since, may
+		// be the one the model found by search and means, and another
+		// server's tool of its name must not run in its place.
+		meant = bareName(n, slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return !g.sees(c, id) }))
+		meant = slices.DeleteFunc(meant, func(id string) bool { return !g.visible(c, id) })
 	}
 	return meant
+}
+
+// sees is whether caller's own rules (its profile, its key's scope) let it
+// see the tool id, whatever the state of its server or definition.
+func (g *Gateway) sees(c *policy.Caller, id string) bool {
+	if g.opts.Policy == nil {
+		return true
+	}
+	t, ok := g.searcher.Tool(id)
+	return ok && g.opts.Policy.Sees(c, t)
 }
 
 // bareName is the ID of ids whose tool part is n, a name written without

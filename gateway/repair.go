@@ -651,6 +651,24 @@ func singular(name string) string {
 // that long.
 const maxMatchRunes = 200
 
+// heldBare is the tools whose own name n is (a name written without its
+// server, in any case) that caller's own scope shows but that cannot run
+// now: of a disabled server, or quarantined.
+func (g *Gateway) heldBare(c *policy.Caller, n string) []catalog.Tool {
+	if g.opts.Policy == nil || n == "" || strings.Contains(n, catalog.Sep) {
+		return nil
+	}
+	var out []catalog.Tool
+	for _, id := range g.searcher.IDs() {
+		if _, tool, _ := strings.Cut(id, catalog.Sep); strings.EqualFold(tool, n) && g.sees(c, id) && !g.visible(c, id) {
+			if t, ok := g.searcher.Tool(id); ok {
+				out = append(out, t)
+			}
+		}
+	}
+	return out
+}
+
 // unknownTool explains an unknown name: the closest known names, and the
 // tools search_tools finds for the words of the name.
 //
@@ -686,6 +704,11 @@ func (g *Gateway) unknownTool(ctx context.Context, name string, why ...string) s
 	case err != nil:
 		fmt.Fprintf(&b, "execute_tool: %v.", err)
 		tool = name
+		for _, t := range g.heldBare(caller, trimmedName(name)) {
+			// The tool the model may mean, that cannot run now: said, so
+			// that another server's of its name is not taken for it.
+			fmt.Fprintf(&b, " %s has that name and cannot run now: %s.", t.ID(), strings.TrimSuffix(g.opts.Policy.Decide(caller, t).Reason, "."))
+		}
 	case len(why) > 0:
 		fmt.Fprintf(&b, "execute_tool: %s.", why[0])
 	case len(down) > 0:

@@ -16,7 +16,9 @@ import (
 
 	"github.com/toolgate/toolgate/gateway/audit"
 	"github.com/toolgate/toolgate/gateway/audit/audittest"
+	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/gateway/policy"
+	"github.com/toolgate/toolgate/index"
 	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/search"
 )
@@ -834,5 +836,71 @@ func TestExecuteToolArgumentsShape(t *testing.T) {
 	}
 	if n := caller.calls.Load(); n != 0 {
 		t.Errorf("%d calls reached the backend", n)
+	}
+}
+
+// held is a rule of a tool's state, not of who calls (its Scope is ""), as
+// the quarantine is: it holds the tools of ids.
+type held []string
+
+func (held) Name() string                { return "quarantine" }
+func (held) Scope(*policy.Caller) string { return "" }
+func (h held) Check(_ *policy.Caller, t catalog.Tool) string {
+	if slices.Contains(h, t.ID()) {
+		return t.ID() + " is quarantined"
+	}
+	return ""
+}
+
+// A tool's name without its server runs the one tool of that name only
+// when no other tool the caller's own scope shows has it: a server
+// disabled at run time, or a tool quarantined since (a changed
+// definition), is one the model may have found by search before and mean.
+// "write_file" ran memory__write_file, with the arguments meant for
+// filesystem__write_file, once filesystem was disabled or its write_file
+// quarantined. A tool outside the caller's profile still does not count:
+// the caller learns nothing of it.
+func TestExecuteToolBareNameNotAnotherServers(t *testing.T) {
+	cat := append(slices.Clone(testCatalog), catalog.Tool{Server: "memory", Name: "write_file", Description: "Write a memory file"})
+	ix, err := index.Build(context.Background(), cat, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng := search.New(ix, nil, nil)
+	t.Cleanup(func() { eng.Close() })
+	var ran []string
+	caller := &fakeCaller{call: func(server, tool string, _ map[string]any) (*mcp.CallToolResult, error) {
+		ran = append(ran, server+"/"+tool)
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil
+	}}
+	pol := policy.NewSet(
+		policy.NewConfigured([]string{"memory", "filesystem", "everything", "weird"}),
+		policy.NewProfiles(map[string]config.Profile{"kg": {Servers: []string{"memory"}}}),
+	)
+	g := New(eng, caller, &Options{Policy: pol})
+	args := map[string]any{"name": "write_file", "arguments": map[string]any{"path": "/a", "content": "x"}}
+	run := func(c *policy.Caller) (*mcp.CallToolResult, []string) {
+		ran = nil
+		return call(t, connectAs(t, g, c), ExecuteToolName, args), ran
+	}
+	if res, got := run(&policy.Caller{Profile: "kg"}); res.IsError || !slices.Equal(got, []string{"memory/write_file"}) {
+		t.Errorf("profile kg (memory alone): ran %v: %s", got, text(res))
+	}
+	for what, rule := range map[string]policy.Rule{
+		"filesystem disabled":         policy.NewDisabled([]string{"filesystem"}),
+		"filesystem__write_file held": held{"filesystem__write_file"},
+	} {
+		pol.Put(rule)
+		if res, got := run(&policy.Caller{}); !res.IsError || len(got) != 0 {
+			t.Errorf("%s: ran %v, want nothing run: %s", what, got, text(res))
+		}
+		if res, got := run(&policy.Caller{Profile: "kg"}); res.IsError || !slices.Equal(got, []string{"memory/write_file"}) {
+			t.Errorf("%s, profile kg: ran %v: %s", what, got, text(res))
+		}
+		if res, _ := run(&policy.Caller{}); !strings.Contains(text(res), "filesystem__write_file has that name and cannot run now: ") {
+			t.Errorf("%s: the answer does not name filesystem__write_file and why it cannot run: %s", what, text(res))
+		}
+		pol.Put(policy.NewDisabled(nil))
+		pol.Put(held{})
 	}
 }

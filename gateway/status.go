@@ -11,6 +11,7 @@ import (
 
 	"github.com/toolgate/toolgate/gateway/audit"
 	"github.com/toolgate/toolgate/gateway/backend"
+	"github.com/toolgate/toolgate/gateway/backend/oauth"
 	"github.com/toolgate/toolgate/gateway/live"
 	"github.com/toolgate/toolgate/gateway/policy"
 	"github.com/toolgate/toolgate/gateway/quarantine"
@@ -356,6 +357,19 @@ func (b BackendStatus) CertNotice(now time.Time) (line, problem string) {
 		return "", ""
 	}
 	return line, problem
+}
+
+// LoginNotice is what toolgate status and the console say of the OAuth
+// login of b's server when its access token cannot be refreshed: when it
+// expires and the login to run (oauth.ExpiryNotice); "" otherwise.
+// expired says it has (the server's next call fails: the gateway is
+// degraded).
+func (b BackendStatus) LoginNotice(now time.Time) (line string, expired bool) {
+	le := b.LoginExpiry
+	if le == nil {
+		return "", false
+	}
+	return oauth.ExpiryNotice(b.Name, le.Login, le.Expires, now), !le.Expires.After(now)
 }
 
 // StatusHandler serves GET /status: a StatusReport of src as JSON. Mount it

@@ -56,7 +56,8 @@ reads on across it. To keep a week's records past the gateway's rotations,
 rotate and copy audit.jsonl.1 away.
 
 The config (--config, else the one the gateway running on the data folder
-serves) gives the data folder and maxFiles; with neither, the default of 5.
+serves) gives the data folder and maxFiles; with neither, no rotated file is
+removed (the gateway removes those past its maxFiles at its next rotation).
 Renaming audit.jsonl by hand to audit.jsonl.1 replaces an older .1 and its
 records: this command shifts the numbered files first.`,
 		Args: cobra.NoArgs,
@@ -88,11 +89,12 @@ func runAuditRotate(ctx context.Context, g *globals, w, errw io.Writer, cfgPath 
 			from = " (the default: " + cfgPath + " sets no toolgate.audit.maxFiles)"
 		}
 	}
-	if maxFiles <= 0 {
+	if maxFiles <= 0 && from == "" {
+		// No config to say how many the gateway keeps: the default would
+		// remove what a larger toolgate.audit.maxFiles keeps.
+		maxFiles = audit.KeepEvery
+	} else if maxFiles <= 0 {
 		maxFiles = audit.DefaultMaxFiles
-		if from == "" {
-			from = " (the default: no --config given, and no gateway serving one runs on the data folder)"
-		}
 	}
 	path := dirs.Audit(g.DataDir())
 	dropped, err := audit.Rotate(path, maxFiles)
@@ -105,6 +107,9 @@ func runAuditRotate(ctx context.Context, g *globals, w, errw io.Writer, cfgPath 
 	}
 	rotated := audit.Rotated(path, 1)
 	what := fmt.Sprintf("%s rotated to %s, keeping %d rotated files", path, filepath.Base(rotated), maxFiles)
+	if maxFiles == audit.KeepEvery {
+		what = fmt.Sprintf("%s rotated to %s, keeping every rotated file (no config gave toolgate.audit.maxFiles)", path, filepath.Base(rotated))
+	}
 	if len(dropped) > 0 {
 		names := make([]string, len(dropped))
 		for i, d := range dropped {
@@ -114,6 +119,11 @@ func runAuditRotate(ctx context.Context, g *globals, w, errw io.Writer, cfgPath 
 	}
 	g.auditCommand("audit rotate", "", "", what)
 	fmt.Fprintf(w, "Rotated the audit log: %s is now %s; running gateways write a new %s from their next record.\n", filepath.Base(path), rotated, filepath.Base(path))
+	if maxFiles == audit.KeepEvery {
+		fmt.Fprintln(w, "Keeping every rotated file (no --config given, and no gateway serving one runs on the data folder, so its toolgate.audit.maxFiles is not known: give --config FILE to remove those past it).")
+		fmt.Fprintf(w, "A gateway removes those past its toolgate.audit.maxFiles at its next rotation: to keep these records, copy %s away now.\n", rotated)
+		return nil
+	}
 	fmt.Fprintf(w, "Keeping %d rotated files%s", maxFiles, from)
 	if len(dropped) > 0 {
 		fmt.Fprintf(w, "; removed the oldest: %s", strings.Join(dropped, ", "))

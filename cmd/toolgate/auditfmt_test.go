@@ -415,3 +415,38 @@ func TestAuditRotate(t *testing.T) {
 		t.Errorf("audit tail after the rotation read %v, want a__old (.2), the three of .1 and the rotation's own record", tools)
 	}
 }
+
+// TestAuditRotateUnknownMaxFiles: `audit rotate` that knows no config (no
+// -c, no gateway running on the data folder: stopped, or a cron job while
+// it restarts) removes no rotated file: it took the default 5 for
+// toolgate.audit.maxFiles and removed .5 to .8 of a gateway configured
+// to keep 8, records its own rotations keep.
+func TestAuditRotateUnknownMaxFiles(t *testing.T) {
+	data := t.TempDir()
+	path := dirs.Audit(data)
+	for i := 8; i >= 0; i-- {
+		if i == 6 {
+			continue // a gap: .7 is kept all the same
+		}
+		p := path
+		if i > 0 {
+			p = audit.Rotated(path, i)
+		}
+		if err := audit.Append(p, audit.Record{Action: "execute_tool", Tool: fmt.Sprintf("a__t%d", i), Decision: audit.Allowed, Outcome: audit.OK}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, stderr, err := runToolgate(t, data, "audit", "rotate")
+	if err != nil || strings.Contains(out, "removed") || !strings.Contains(out, "Keeping every rotated file (no --config given, and no gateway serving one runs on the data folder, so its toolgate.audit.maxFiles is not known: give --config FILE to remove those past it)") {
+		t.Errorf("audit rotate without a config: %v\n%s%s", err, out, stderr)
+	}
+	for i := 1; i <= 9; i++ {
+		if i == 7 {
+			continue
+		}
+		b, err := os.ReadFile(audit.Rotated(path, i))
+		if want := fmt.Sprintf(`"a__t%d"`, i-1); err != nil || !strings.Contains(string(b), want) {
+			t.Errorf("%s: %v %q, want the record of %s", audit.Rotated(path, i), err, b, want)
+		}
+	}
+}

@@ -249,6 +249,7 @@ func (g *globals) commandWith(configDataDir string, words ...string) string {
 var (
 	_ backend.LoginCommander = (*oauth.Tokens)(nil)
 	_ backend.StepUpKeeper   = (*oauth.Tokens)(nil)
+	_ backend.ExpiryKeeper   = (*oauth.Tokens)(nil)
 )
 
 // loginCommand returns the exact command that logs in to a server of the

@@ -243,6 +243,39 @@ func TestAuthLoginDemoServer(t *testing.T) {
 	})
 }
 
+// TestAuthDemoServerExpiryNotice: the TypeScript SDK's example OAuth
+// server issues access tokens for an hour and no refresh token, so its
+// login stops working then. GET /status (loginExpiry) and toolgate status
+// say when, with the exact login to run; before, only `auth status` said
+// "not refreshable", and the gateway nothing until the server's calls
+// failed.
+func TestAuthDemoServerExpiryNotice(t *testing.T) {
+	url := demoOAuthServer(t)
+	cfgPath := remoteConfig(t, "demo", url)
+	dataDir := t.TempDir()
+	cliLogin(t, dataDir, cfgPath, "demo")
+	creds := storedCreds(t, dataDir, "demo")
+	if creds.Token.RefreshToken != "" || creds.Token.Expiry.IsZero() {
+		t.Fatalf("the demo server gave a refresh token or no expiry (%v): this test needs a login that cannot be refreshed", creds.Token.Expiry)
+	}
+	ctx, cs, addr, logs := serveLoggedHTTP(t, dataDir, cfgPath)
+	if res := executeTool(t, ctx, cs, "demo__greet", map[string]any{"name": "toolgate"}); res.IsError {
+		t.Fatalf("execute_tool(demo__greet): %q", resultText(res))
+	}
+	abs, _ := filepath.Abs(cfgPath)
+	command := fmt.Sprintf("toolgate auth login demo --config %s --data-dir %s", abs, dataDir)
+	rep := gatewayStatus(t, addr)
+	if le := rep.Backends[0].LoginExpiry; le == nil || !le.Expires.Equal(creds.Token.Expiry) || le.Login != command {
+		t.Errorf("/status loginExpiry = %+v, want %v and %q", le, creds.Token.Expiry, command)
+	}
+	out, err := toolgateCmd(t, dataDir, "status", "--addr", addr).Output()
+	if err != nil || !strings.Contains(string(out), "demo: the access token of its OAuth login expires at ") ||
+		!strings.Contains(string(out), "cannot be refreshed (the authorization server gave no refresh token): run `"+command+"` before then") {
+		t.Errorf("toolgate status: %v\n%s", err, out)
+	}
+	noToken(t, creds, map[string]string{"serve's log": logs.String(), "toolgate status": string(out)})
+}
+
 // TestAuthNeedsLoginEndToEnd runs the real gateway against a Go
 // authorization server the test controls: once the refresh token is
 // revoked, the backend needs a login and /status, `toolgate status`,

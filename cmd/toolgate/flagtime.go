@@ -26,13 +26,17 @@ func flagTime(s string, now time.Time, ahead bool) (t time.Time, local bool, err
 		// A day's start in the zone of now, as a date is: who called what
 		// yesterday is --since yesterday --until today.
 		y, m, d := now.Date()
-		return time.Date(y, m, d+days, 0, 0, 0, 0, now.Location()), true, nil
+		return dayStart(y, m, d+days, now.Location()), true, nil
 	}
 	if t, err := time.Parse(time.RFC3339, s); err == nil {
 		return t, false, nil
 	}
 	for _, layout := range localLayouts {
 		if t, err := time.ParseInLocation(layout, s, now.Location()); err == nil {
+			if layout == time.DateOnly {
+				d, _ := time.Parse(time.DateOnly, s) // the date as written: t is in the previous day where its midnight is skipped
+				t = dayStart(d.Year(), d.Month(), d.Day(), now.Location())
+			}
 			return t, true, nil
 		}
 	}
@@ -74,6 +78,23 @@ func flagTime(s string, now time.Time, ahead bool) (t time.Time, local bool, err
 		return time.Time{}, false, errors.New("want a duration like 90m, 12h, 30d, 2w or 1y, a date like 2026-12-31 (or today, yesterday, tomorrow) or a date and time like 2026-12-31T18:00 (in local time), or an RFC 3339 time like 2026-12-31T18:00:00Z")
 	}
 	return now.Add(time.Duration(sign) * d), false, nil
+}
+
+// dayStart is the first instant of the day y-m-d in loc: its midnight, or
+// where the clocks skip midnight (summer time that begins at 00:00, as in
+// Chile, Cuba or Paraguay) the first instant after the skip. time.Date
+// reads a skipped midnight in the offset before the change, the previous
+// day's 23:00, so `--since yesterday --until today` lost yesterday's last
+// hour to today.
+func dayStart(y int, m time.Month, d int, loc *time.Location) time.Time {
+	t := time.Date(y, m, d, 0, 0, 0, 0, loc)
+	noon := time.Date(y, m, d, 12, 0, 0, 0, loc)
+	if t.YearDay() == noon.YearDay() {
+		return t
+	}
+	_, before := t.Zone()
+	_, after := noon.Zone()
+	return t.Add(time.Duration(after-before) * time.Second)
 }
 
 // dayWords are the days flagTime reads by name, each the start of that

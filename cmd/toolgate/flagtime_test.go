@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	_ "time/tzdata" // America/Santiago on a machine without a zone database
 
 	"github.com/toolgate/toolgate/gateway/keys"
 )
@@ -53,5 +54,39 @@ func TestFlagTimesOneZone(t *testing.T) {
 	if s := errOut.String(); !strings.Contains(s, "--expires 2026-12-31 has no time zone: read in local time, XST (UTC+05:00): 2026-12-31T00:00:00+05:00") ||
 		!strings.Contains(out.String(), "expires 2026-12-30T19:00:00Z") {
 		t.Errorf("keys create --expires 2026-12-31: stdout %q, stderr %q", out.String(), s)
+	}
+}
+
+// A day whose midnight the clocks skip (Chile's summer time begins at
+// 00:00: 2026-09-06 starts at 01:00 -03) starts at its first instant:
+// today, a date and --since yesterday --until today each read the previous
+// day's 23:00 -04 as its start, an hour early, so `audit tail --since
+// yesterday --until today` lost yesterday's last hour to today.
+func TestFlagDaySkippedMidnight(t *testing.T) {
+	santiago, err := time.LoadLocation("America/Santiago")
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Date(2026, 9, 6, 4, 0, 0, 0, time.UTC) // 01:00 -03, the day's first instant
+	for _, tc := range []struct {
+		in  string
+		now time.Time
+	}{
+		{"today", time.Date(2026, 9, 6, 12, 0, 0, 0, santiago)},
+		{"yesterday", time.Date(2026, 9, 7, 12, 0, 0, 0, santiago)},
+		{"tomorrow", time.Date(2026, 9, 5, 12, 0, 0, 0, santiago)},
+		{"2026-09-06", time.Date(2026, 12, 6, 12, 0, 0, 0, santiago)},
+	} {
+		got, local, err := flagTime(tc.in, tc.now, false)
+		if err != nil || !local || !got.Equal(start) {
+			t.Errorf("%s (now %s): %s, %v, %v; want %s", tc.in, tc.now, got, local, err, start.In(santiago))
+		}
+	}
+	// A midnight that is there is read as before, in either offset.
+	for _, d := range []time.Time{time.Date(2026, 9, 5, 0, 0, 0, 0, santiago), time.Date(2026, 9, 7, 0, 0, 0, 0, santiago), time.Date(2026, 4, 5, 0, 0, 0, 0, santiago)} {
+		got, _, err := flagTime(d.Format(time.DateOnly), d, false)
+		if err != nil || !got.Equal(d) {
+			t.Errorf("%s: %s, %v; want %s", d.Format(time.DateOnly), got, err, d)
+		}
 	}
 }

@@ -445,20 +445,25 @@ func newKeysRevokeCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
+// inKeysFile says whether the key named name comes from toolgate.keysFile
+// file ("": none), which the commands that edit the data folder's file
+// cannot change.
+func inKeysFile(data, file, name string) bool {
+	if file == "" {
+		return false
+	}
+	l, err := keys.Open(data, &keys.Options{File: file}).List()
+	return err == nil && slices.ContainsFunc(l, func(k keys.Listed) bool { return k.Name == name })
+}
+
 func runKeysRevoke(g *globals, w io.Writer, name, cfgPath string) error {
 	data, file, _, err := g.keysFiles(cfgPath)
 	if err != nil {
 		return err
 	}
 	err = keys.Revoke(data, name, time.Now())
-	if errors.Is(err, keys.ErrNotFound) && file != "" {
-		if l, lerr := keys.Open(data, &keys.Options{File: file}).List(); lerr == nil {
-			for _, k := range l {
-				if k.Name == name {
-					return fmt.Errorf("key %q comes from toolgate.keysFile (%s): delete its line there", name, file)
-				}
-			}
-		}
+	if errors.Is(err, keys.ErrNotFound) && inKeysFile(data, file, name) {
+		return fmt.Errorf("key %q comes from toolgate.keysFile (%s): delete its line there", name, file)
 	}
 	if errors.Is(err, keys.ErrNotFound) {
 		return usageError{fmt.Errorf("%w (`toolgate keys list` shows the keys)", err)}
@@ -561,16 +566,13 @@ func runKeysUpdate(g *globals, w, errw io.Writer, name string, f keysUpdateFlags
 		if f.set("admin") {
 			e.Admin = f.admin
 		}
+		if err := e.Validate(); err != nil {
+			return usageError{err} // a glob that does not parse, as keys create says it
+		}
 		return nil
 	})
-	if errors.Is(err, keys.ErrNotFound) && file != "" {
-		if l, lerr := keys.Open(data, &keys.Options{File: file}).List(); lerr == nil {
-			for _, k := range l {
-				if k.Name == name {
-					return fmt.Errorf("key %q comes from toolgate.keysFile (%s): change its line there", name, file)
-				}
-			}
-		}
+	if errors.Is(err, keys.ErrNotFound) && inKeysFile(data, file, name) {
+		return fmt.Errorf("key %q comes from toolgate.keysFile (%s): change its line there", name, file)
 	}
 	if errors.Is(err, keys.ErrNotFound) {
 		return usageError{fmt.Errorf("%w (`toolgate keys list` shows the keys in force; a revoked key cannot be updated: create a new one)", err)}

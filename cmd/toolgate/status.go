@@ -582,6 +582,9 @@ func degradedReasons(rep gateway.StatusReport) []string {
 		if _, problem := b.CertNotice(time.Now()); problem != "" {
 			bad = append(bad, b.Name+"'s client certificate "+problem)
 		}
+		if _, expired := b.LoginNotice(time.Now()); expired {
+			bad = append(bad, b.Name+"'s login has expired")
+		}
 	}
 	return bad
 }
@@ -675,10 +678,14 @@ func printStatus(w io.Writer, rep gateway.StatusReport) error {
 			fmt.Fprintf(w, "\n%s\n", escapeUnsafe(stepUpLine(b.Name, su)))
 		}
 	}
-	// So are client certificates to renew, or whose file cannot be read.
+	// So are client certificates to renew, or whose file cannot be read,
+	// and logins whose access token cannot be refreshed.
 	for _, b := range rep.Backends {
 		if line, _ := b.CertNotice(time.Now()); line != "" {
 			fmt.Fprintf(w, "\n%s\n", line)
+		}
+		if line, _ := b.LoginNotice(time.Now()); line != "" {
+			fmt.Fprintf(w, "\n%s\n", escapeUnsafe(line))
 		}
 	}
 	return nil

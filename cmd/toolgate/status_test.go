@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -331,5 +332,39 @@ func TestPrintRankingWaiting(t *testing.T) {
 		if b.String() != tt.want {
 			t.Errorf("printRanking(%+v) = %q, want %q", tt.st, b.String(), tt.want)
 		}
+	}
+}
+
+// TestStatusLoginExpiry: a login that cannot be refreshed is printed below
+// the table with when it expires and the login to run; once expired, the
+// line says so and the gateway is degraded (exit status 3).
+func TestStatusLoginExpiry(t *testing.T) {
+	login := "toolgate auth login demo --config /etc/toolgate.json"
+	at := func(name string, exp time.Time) gateway.BackendStatus {
+		return gateway.BackendStatus{Status: backend.Status{Name: name, State: backend.StateUp, LoginExpiry: &backend.LoginExpiry{Expires: exp, Login: login}}}
+	}
+	rep := gateway.StatusReport{Backends: []gateway.BackendStatus{
+		at("soon", time.Now().Add(30*time.Minute)), at("gone", time.Now().Add(-time.Minute)),
+		{Status: backend.Status{Name: "fine", State: backend.StateUp}},
+	}}
+	var out strings.Builder
+	if err := printStatus(&out, rep); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"\nsoon: the access token of its OAuth login expires at ",
+		"and cannot be refreshed (the authorization server gave no refresh token): run `" + login + "` before then, or its calls fail from then until you do\n",
+		"\ngone: the access token of its OAuth login expired at ",
+		"run `" + login + "`; its calls fail until you do\n",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("status: no %q in\n%s", want, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "\nfine:") {
+		t.Errorf("status speaks of a server with no such login:\n%s", out.String())
+	}
+	if bad := degradedReasons(rep); !slices.Equal(bad, []string{"gone's login has expired"}) {
+		t.Errorf("degraded reasons %v: want gone's login alone", bad)
 	}
 }

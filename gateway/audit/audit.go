@@ -662,8 +662,9 @@ var ErrNothingToRotate = errors.New("the audit log holds no record: nothing to r
 // gateways' own rotations take. A gateway writing the file sees it renamed
 // at its next record and opens a new one; a record it writes meanwhile
 // lands in .1, never lost. dropped are the rotated files removed.
+// maxFiles KeepEvery removes none: the files move up past the last one.
 func Rotate(path string, maxFiles int) (dropped []string, err error) {
-	if maxFiles <= 0 {
+	if maxFiles == 0 {
 		maxFiles = DefaultMaxFiles
 	}
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
@@ -681,8 +682,24 @@ func Rotate(path string, maxFiles int) (dropped []string, err error) {
 	if err != nil {
 		return nil, err
 	}
+	if maxFiles == KeepEvery {
+		// Where neither .n nor .n+1 is: shift removes from .n on up to
+		// the first missing past it, so none (a .7 after a missing .6
+		// stays).
+		missing := func(i int) bool {
+			_, err := os.Stat(Rotated(path, i))
+			return errors.Is(err, fs.ErrNotExist)
+		}
+		for maxFiles = 1; !missing(maxFiles) || !missing(maxFiles+1); maxFiles++ {
+		}
+	}
 	return shift(path, maxFiles)
 }
+
+// KeepEvery is Rotate's maxFiles that keeps every rotated file, for a
+// rotation that does not know the gateway's toolgate.audit.maxFiles: the
+// default of 5 removed .5 to .8 of a gateway configured to keep 8.
+const KeepEvery = -1
 
 // lockFolder takes the exclusive lock of the log's folder (flock: let go
 // when the process ends, however it ends), which rotations hold.

@@ -290,8 +290,6 @@ func (r *run) refused() (*refusal, uint64) {
 	return nil, 0
 }
 
-// notMCP is the last answer of a remote run's server that was not MCP's
-// (headerTransport.notMCP), or nil, and how many there were.
 // oversized is how many events over the size cap the run's streams
 // carried (0 for a stdio run).
 func (r *run) oversized() uint64 {
@@ -301,6 +299,8 @@ func (r *run) oversized() uint64 {
 	return 0
 }
 
+// notMCP is the last answer of a remote run's server that was not MCP's
+// (headerTransport.notMCP), or nil, and how many there were.
 func (r *run) notMCP() (*notMCP, uint64) {
 	if t := r.headers(); t != nil {
 		return t.notMCP.Load(), t.notMCPs.Load()
@@ -439,6 +439,9 @@ func (b *backend) status() Status {
 		}
 	}
 	st.StepUp = b.stepUp() // read from the login file, with no lock held
+	if st.State != StateNeedsLogin {
+		st.LoginExpiry = b.loginExpiry()
+	}
 	return st
 }
 

@@ -2,6 +2,7 @@ package backend
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -766,5 +767,62 @@ func TestScopeRefusalAnswer(t *testing.T) {
 				t.Errorf("response %s: want the request's id and an error naming the scopes", body)
 			}
 		})
+	}
+}
+
+// TestOAuthUnrefreshableLoginExpiry: a login whose authorization server
+// gave no refresh token (the TypeScript SDK's example server) stops
+// working when its access token expires. The backend's status says when,
+// with the login to run, and the log warns once within
+// oauth.ExpiryWarnWithin of it; a login that can be refreshed says
+// nothing. Before, only `toolgate auth status` said "not refreshable".
+func TestOAuthUnrefreshableLoginExpiry(t *testing.T) {
+	e := newOAuthServers(t, config.TypeHTTP, true)
+	c := e.stored(t)
+	c.Token.RefreshToken = ""
+	c.Token.Expiry = time.Now().Add(oauth.ExpiryWarnWithin / 2).Truncate(time.Second)
+	if err := e.store.Save(c); err != nil {
+		t.Fatal(err)
+	}
+	tokens := oauth.NewTokens(e.store, &oauth.Options{
+		Logger:       e.logs.Logger(),
+		PollInterval: 10 * time.Millisecond,
+		LoginCommand: func(server string) string { return "toolgate auth login " + server + " --config /etc/toolgate.json" },
+	})
+	t.Cleanup(func() { tokens.Close() })
+	o := testOptions(e.logs)
+	o.Auth = tokens
+	e.pool = startPool(t, []config.Server{{Name: "demo", Type: config.TypeHTTP, URL: e.rs.URL}}, o)
+	st := statusOf(t, e.pool, "demo")
+	if st.State != StateUp {
+		t.Fatalf("state %s: %s", st.State, st.Err)
+	}
+	want := &LoginExpiry{Expires: c.Token.Expiry, Login: loginCommand}
+	if le := st.LoginExpiry; le == nil || !le.Expires.Equal(want.Expires) || le.Login != want.Login {
+		t.Errorf("loginExpiry = %+v, want %+v", le, want)
+	}
+	if le := st.ForKey().LoginExpiry; le == nil || le.Login != "toolgate auth login demo" {
+		t.Errorf("loginExpiry for a key that is not admin = %+v, want the bare command", le)
+	}
+	b, err := json.Marshal(st)
+	if err != nil || !strings.Contains(string(b), `"loginExpiry":{"expires":`) {
+		t.Errorf("status JSON %s: %v", b, err)
+	}
+	e.echo(t, "still works until it expires")
+	// The warning is logged as the connection takes the login up: the
+	// backend is up, so it has been.
+	logs := e.logs.String()
+	if n := strings.Count(logs, "cannot be refreshed"); n != 1 || !strings.Contains(logs, "run `"+loginCommand+"` before then") {
+		t.Errorf("want one warning naming the login, got %d in:\n%s", n, logs)
+	}
+	e.noTokensLogged(t, c)
+
+	// A login that can be refreshed: nothing to say.
+	r := newOAuthEnv(t, config.TypeHTTP, true)
+	if st := statusOf(t, r.pool, "demo"); st.State != StateUp || st.LoginExpiry != nil {
+		t.Errorf("refreshable login: state %s, loginExpiry %+v", st.State, st.LoginExpiry)
+	}
+	if strings.Contains(r.logs.String(), "cannot be refreshed") {
+		t.Errorf("a refreshable login was warned of:\n%s", r.logs.String())
 	}
 }

@@ -292,6 +292,23 @@ type StepUpKeeper interface {
 	StepUp(server, url string) (scopes, unrecorded []string, why error)
 }
 
+// ExpiryKeeper is an Authorizer that knows when the access token of a
+// login that cannot be refreshed expires (oauth.Tokens), for a backend's
+// status to say before the server's calls fail.
+type ExpiryKeeper interface {
+	// LoginExpiry is when the access token of server's login (for url)
+	// expires, false for a login that can be refreshed or none.
+	LoginExpiry(server, url string) (time.Time, bool)
+}
+
+// LoginExpiry is when the access token of a remote server's OAuth login
+// expires, for a login that cannot be refreshed (the authorization server
+// gave no refresh token): the server's calls fail from then until Login.
+type LoginExpiry struct {
+	Expires time.Time `json:"expires"`
+	Login   string    `json:"login"` // the command that logs in again
+}
+
 // StepUp is a step-up authorization a logged-in remote server asked for
 // (a 403 insufficient_scope naming scopes its login lacks, MCP
 // 2025-11-25): the calls that need them fail until the login it names.
@@ -333,6 +350,10 @@ type Status struct {
 	// StepUp is the step-up the server asked for that its login lacks
 	// (nil for none): it may be up while the calls that need it fail 403.
 	StepUp *StepUp `json:"stepUp,omitempty"`
+	// LoginExpiry is when the access token of the server's OAuth login
+	// expires, for a login that cannot be refreshed (nil otherwise, and
+	// while the server needs a login).
+	LoginExpiry *LoginExpiry `json:"loginExpiry,omitempty"`
 	// ErrForKey and LastErrForKey are what an API key that is not admin
 	// reads of Err and LastErr (ErrForKey of the errors they are the text
 	// of: the gateway's words and fix, what the server said hidden), which
@@ -362,6 +383,9 @@ func (st Status) ForKey() Status {
 		// As the 403's fix reads to such a key: the command bare, the
 		// server's scopes hidden.
 		st.StepUp = &StepUp{Login: bareLogin(st.Name), NotRecorded: ForKey(st.StepUp.NotRecorded)}
+	}
+	if le := st.LoginExpiry; le != nil {
+		st.LoginExpiry = &LoginExpiry{Expires: le.Expires, Login: bareLogin(st.Name)}
 	}
 	for _, s := range []struct{ text, forKey *string }{{&st.Err, &st.ErrForKey}, {&st.LastErr, &st.LastErrForKey}} {
 		if *s.forKey == "" {

@@ -817,6 +817,20 @@ func (b *backend) stepUp() *StepUp {
 	return su
 }
 
+// loginExpiry is when the access token of the server's login expires,
+// when it cannot be refreshed (ExpiryKeeper); nil otherwise.
+func (b *backend) loginExpiry() *LoginExpiry {
+	k, ok := b.auth().(ExpiryKeeper)
+	if !ok {
+		return nil
+	}
+	exp, ok := k.LoginExpiry(b.cfg.Name, b.cfg.URL)
+	if !ok {
+		return nil
+	}
+	return &LoginExpiry{Expires: exp, Login: b.loginCommand().full}
+}
+
 // loginCommand is the command that logs in to the server, for its
 // refusals' fixes: the Authorizer's (LoginCommander) when it names one.
 func (b *backend) loginCommand() loginCmd {

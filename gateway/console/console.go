@@ -610,7 +610,9 @@ type State struct {
 	// Warnings are what needs doing that the backends table does not say:
 	// the HTTPS front's certificate (gateway.ProcessInfo.FrontNotices) and
 	// client certificates (gateway.BackendStatus.CertNotice) due for
-	// renewal, expired, or unreadable, as toolgate status prints them.
+	// renewal, expired, or unreadable, and OAuth logins whose access
+	// token cannot be refreshed (LoginNotice), as toolgate status prints
+	// them.
 	Warnings []string `json:"warnings"`
 	// NoServers is what the backends table says in place of its rows
 	// when it has none (Options.NoServers).
@@ -626,6 +628,9 @@ func (c *Console) state(caller *policy.Caller) State {
 	s.Warnings = append(s.Warnings, rep.Process.FrontNotices(c.o.Now())...)
 	for _, b := range rep.Backends {
 		if line, _ := b.CertNotice(c.o.Now()); line != "" {
+			s.Warnings = append(s.Warnings, line)
+		}
+		if line, _ := b.LoginNotice(c.o.Now()); line != "" {
 			s.Warnings = append(s.Warnings, line)
 		}
 	}

@@ -434,13 +434,9 @@ func Add(path string, e Entry) error {
 // key. before and after are the entry as it was and as it is now.
 func Update(path, name string, change func(*Entry) error) (before, after Entry, err error) {
 	err = datafile.Update(path, func(old []byte) ([]byte, error) {
-		es, err := Parse(old, path)
+		es, i, err := findKey(old, path, name)
 		if err != nil {
 			return nil, err
-		}
-		i := slices.IndexFunc(es, func(x Entry) bool { return x.Name == name && x.Revoked.IsZero() })
-		if i < 0 {
-			return nil, fmt.Errorf("%w named %q in %s", ErrNotFound, name, path)
 		}
 		before = es[i]
 		e := before
@@ -460,8 +456,22 @@ func Update(path, name string, change func(*Entry) error) (before, after Entry, 
 	return before, after, err
 }
 
-// ErrNotFound is Revoke's error for a name the file does not hold.
+// ErrNotFound is Revoke's and Update's error for a name the file does not hold.
 var ErrNotFound = errors.New("no such key")
+
+// findKey is the entries of old, the file at path, and the index of the
+// key named name that is not revoked among them (ErrNotFound: none).
+func findKey(old []byte, path, name string) ([]Entry, int, error) {
+	es, err := Parse(old, path)
+	if err != nil {
+		return nil, 0, err
+	}
+	i := slices.IndexFunc(es, func(x Entry) bool { return x.Name == name && x.Revoked.IsZero() })
+	if i < 0 {
+		return nil, 0, fmt.Errorf("%w named %q in %s", ErrNotFound, name, path)
+	}
+	return es, i, nil
+}
 
 // Revoke deletes the key named name from the data folder's file at path
 // (from then on a gateway refuses it) and adds its entry, marked revoked
@@ -474,13 +484,9 @@ var ErrNotFound = errors.New("no such key")
 func Revoke(path, name string, now time.Time) error {
 	var gone Entry
 	err := datafile.Update(path, func(old []byte) ([]byte, error) {
-		es, err := Parse(old, path)
+		es, i, err := findKey(old, path, name)
 		if err != nil {
 			return nil, err
-		}
-		i := slices.IndexFunc(es, func(x Entry) bool { return x.Name == name && x.Revoked.IsZero() })
-		if i < 0 {
-			return nil, fmt.Errorf("%w named %q in %s", ErrNotFound, name, path)
 		}
 		gone = es[i]
 		return Format(slices.Delete(es, i, i+1)), nil

@@ -60,14 +60,14 @@ var (
 	_ Loop     = (*live.Loop)(nil)
 )
 
-// Options say where the collector reads the gateway's state when scraped.
-// A nil field leaves its metrics out; nil Options mean none of them (the
-// decorators and the runtime collectors still work).
 // CacheCounts are the embedding cache's counts (Options.EmbedCache): the
 // texts whose vector came from it, those the model embedded, and the
 // vectors its sweeps deleted.
 type CacheCounts struct{ Hits, Misses, Dropped int64 }
 
+// Options say where the collector reads the gateway's state when scraped.
+// A nil field leaves its metrics out; nil Options mean none of them (the
+// decorators and the runtime collectors still work).
 type Options struct {
 	Backends Backends // toolgate_backend_up, toolgate_backend_restarts_total; server labels of calls
 	Catalog  Catalog  // tool labels of calls

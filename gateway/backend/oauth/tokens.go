@@ -106,6 +106,9 @@ type Tokens struct {
 	// unrecorded holds the step-ups the data folder would not take.
 	stepUps    map[string]stepUpFile
 	unrecorded map[string]Unrecorded
+	// expiring is, by server, the warning due for an access token that
+	// cannot be refreshed (watchExpiry).
+	expiring map[string]*expiryWatch
 
 	stop chan struct{}
 	done chan struct{}
@@ -133,6 +136,7 @@ func NewTokens(store *Store, opts *Options) *Tokens {
 
 		stepUps:    map[string]stepUpFile{},
 		unrecorded: map[string]Unrecorded{},
+		expiring:   map[string]*expiryWatch{},
 		stop:       make(chan struct{}),
 		done:       make(chan struct{}),
 	}
@@ -148,6 +152,11 @@ func (t *Tokens) Close() error {
 		close(t.stop)
 	}
 	<-t.done
+	t.mu.Lock()
+	for _, w := range t.expiring {
+		w.timer.Stop()
+	}
+	t.mu.Unlock()
 	return nil
 }
 
@@ -161,6 +170,9 @@ type stepUpFile struct {
 	seen             fileState
 	url              string
 	granted, pending []string
+	// expires is when the access token of a login that cannot be
+	// refreshed expires (zero for one that can, or that never expires).
+	expires time.Time
 }
 
 // Unrecorded are the scopes of a step-up a server asked for that could
@@ -179,19 +191,7 @@ type Unrecorded struct {
 // login then, which says so). The file is read again only when it
 // changed.
 func (t *Tokens) StepUp(server, url string) (scopes, unrecorded []string, why error) {
-	st := t.stat(server)
-	t.mu.Lock()
-	f, ok := t.stepUps[server]
-	t.mu.Unlock()
-	if !ok || f.seen != st || f.url != url {
-		f = stepUpFile{seen: st, url: url}
-		if c, _, err := t.load(server, url); err == nil && c != nil {
-			f.granted, f.pending = c.Scopes, c.PendingScopes()
-		}
-		t.mu.Lock()
-		t.stepUps[server] = f
-		t.mu.Unlock()
-	}
+	f := t.loginFile(server, url)
 	t.mu.Lock()
 	u := t.unrecorded[server]
 	t.mu.Unlock()
@@ -204,6 +204,28 @@ func (t *Tokens) StepUp(server, url string) (scopes, unrecorded []string, why er
 		return f.pending, nil, nil
 	}
 	return union(f.pending, unrecorded), unrecorded, u.Why
+}
+
+// loginFile is what server's login file for url says of a step-up and of
+// an expiry, read again only when the file changed.
+func (t *Tokens) loginFile(server, url string) stepUpFile {
+	st := t.stat(server)
+	t.mu.Lock()
+	f, ok := t.stepUps[server]
+	t.mu.Unlock()
+	if !ok || f.seen != st || f.url != url {
+		f = stepUpFile{seen: st, url: url}
+		if c, _, err := t.load(server, url); err == nil && c != nil {
+			f.granted, f.pending = c.Scopes, c.PendingScopes()
+			if !refreshable(c) {
+				f.expires = c.Token.Expiry
+			}
+		}
+		t.mu.Lock()
+		t.stepUps[server] = f
+		t.mu.Unlock()
+	}
+	return f
 }
 
 // notRecorded keeps in memory the scopes of a step-up that could not be
@@ -315,6 +337,7 @@ func (t *Tokens) Transport(server, serverURL string, base http.RoundTripper, log
 		tr.why = err.Error()
 	case c != nil:
 		tr.creds = c
+		t.watchExpiry(server, c)
 	default:
 		tr.why = reason
 	}
@@ -555,6 +578,7 @@ func (tr *transport) reread() error {
 		tr.mu.Lock()
 		tr.creds, tr.memOnly = c, false
 		tr.mu.Unlock()
+		tr.t.watchExpiry(tr.server, c)
 	case had:
 		if !st.exists {
 			if tr.t.opts.Storage.Check() != nil {
@@ -727,6 +751,7 @@ func (tr *transport) set(c *Credentials) {
 	tr.mu.Lock()
 	tr.creds = c
 	tr.mu.Unlock()
+	tr.t.watchExpiry(tr.server, c)
 }
 
 // refuse records in the store that c can no longer be used (so `auth

@@ -1,0 +1,99 @@
+package oauth
+
+import (
+	"time"
+)
+
+// ExpiryWarnWithin is how long before the access token of a login that
+// cannot be refreshed expires a gateway logs a warning with the login to
+// run: the server needs that login once the token has expired, and it
+// needs a person at a browser.
+const ExpiryWarnWithin = 10 * time.Minute
+
+// WhyNotRefreshable is why a login's access token cannot be refreshed,
+// as the warning and the gateway's status say it.
+const WhyNotRefreshable = "the authorization server gave no refresh token"
+
+// refreshable reports whether c's access token can be renewed without a
+// person: it carries a refresh token, or never expires.
+func refreshable(c *Credentials) bool {
+	return c.Token.RefreshToken != "" || c.Token.Expiry.IsZero()
+}
+
+// LoginExpiry is when the access token of server's login (for url) expires,
+// for a login that cannot be refreshed (backend.ExpiryKeeper): the server
+// needs a new login by then. False for a login that can be refreshed, or
+// without a usable one (the backend needs a login then, which says so).
+// The file is read again only when it changed.
+func (t *Tokens) LoginExpiry(server, url string) (time.Time, bool) {
+	f := t.loginFile(server, url)
+	return f.expires, !f.expires.IsZero()
+}
+
+// expiryWatch is the warning due for one login's access token.
+type expiryWatch struct {
+	expires time.Time
+	timer   *time.Timer
+}
+
+// watchExpiry logs, once per access token, a warning ExpiryWarnWithin
+// before the token of c expires when c cannot be refreshed: at once when
+// it is that close already, else from a timer Close stops.
+func (t *Tokens) watchExpiry(server string, c *Credentials) {
+	if c == nil || refreshable(c) {
+		return
+	}
+	exp := c.Token.Expiry
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	select {
+	case <-t.stop:
+		return
+	default:
+	}
+	if w, ok := t.expiring[server]; ok {
+		if w.expires.Equal(exp) {
+			return // warned, or the warning is due
+		}
+		w.timer.Stop()
+	}
+	w := &expiryWatch{expires: exp}
+	t.expiring[server] = w
+	d := exp.Add(-ExpiryWarnWithin).Sub(t.opts.Now())
+	if d <= 0 {
+		w.timer = time.NewTimer(0)
+		w.timer.Stop()
+		t.warnExpiry(server, exp)
+		return
+	}
+	w.timer = time.AfterFunc(d, func() {
+		// The login may have changed since, with no request to say so.
+		c, err := t.store.Load(server)
+		switch {
+		case err != nil || c == nil || c.Refused != "":
+		case c.Token.Expiry.Equal(exp) && !refreshable(c):
+			t.warnExpiry(server, exp)
+		default:
+			t.watchExpiry(server, c) // a new login
+		}
+	})
+}
+
+// warnExpiry logs that server's access token, expiring at exp, cannot be
+// refreshed, and the login to run before then.
+func (t *Tokens) warnExpiry(server string, exp time.Time) {
+	t.log.Warn(ExpiryNotice(server, t.opts.LoginCommand(server), exp, t.opts.Now()), "server", server, "expires", exp.UTC().Format(time.RFC3339))
+}
+
+// ExpiryNotice is what the log, toolgate status and the console say of
+// server's login, whose access token expires at exp and cannot be
+// refreshed: when, and login, the command to run.
+func ExpiryNotice(server, login string, exp, now time.Time) string {
+	when := exp.UTC().Format("2006-01-02 15:04:05 UTC")
+	if in := exp.Sub(now).Round(time.Second); in > 0 {
+		return server + ": the access token of its OAuth login expires at " + when + ", in " + in.String() +
+			", and cannot be refreshed (" + WhyNotRefreshable + "): run `" + login + "` before then, or its calls fail from then until you do"
+	}
+	return server + ": the access token of its OAuth login expired at " + when +
+		" and cannot be refreshed (" + WhyNotRefreshable + "): run `" + login + "`; its calls fail until you do"
+}

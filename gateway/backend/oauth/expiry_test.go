@@ -1,0 +1,54 @@
+package oauth_test
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toolgate/toolgate/gateway/backend/oauth"
+)
+
+// warnings is a slog handler that hands each warning's message to a
+// channel, for a test to wait on.
+type warnings chan string
+
+func (w warnings) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
+func (w warnings) Handle(_ context.Context, r slog.Record) error {
+	w <- r.Message
+	return nil
+}
+func (w warnings) WithAttrs([]slog.Attr) slog.Handler { return w }
+func (w warnings) WithGroup(string) slog.Handler      { return w }
+
+// TestExpiryWarningTimer: a login that cannot be refreshed, taken up
+// longer than ExpiryWarnWithin before its access token expires, is warned
+// of when that window opens (from a timer: an idle gateway makes no
+// request that would notice), once, however many connections take it up.
+func TestExpiryWarningTimer(t *testing.T) {
+	store := oauth.NewStore(t.TempDir())
+	exp := time.Now().Add(oauth.ExpiryWarnWithin + 100*time.Millisecond)
+	if err := store.Save(&oauth.Credentials{Server: "demo", URL: "http://127.0.0.1:1/mcp", Token: oauth.Token{AccessToken: "at", Expiry: exp}}); err != nil {
+		t.Fatal(err)
+	}
+	got := make(warnings, 4)
+	tokens := oauth.NewTokens(store, &oauth.Options{Logger: slog.New(got)})
+	t.Cleanup(func() { tokens.Close() })
+	tokens.Transport("demo", "http://127.0.0.1:1/mcp", http.DefaultTransport, nil)
+	tokens.Transport("demo", "http://127.0.0.1:1/mcp", http.DefaultTransport, nil) // a reconnect
+	if e, ok := tokens.LoginExpiry("demo", "http://127.0.0.1:1/mcp"); !ok || !e.Equal(exp) {
+		t.Errorf("LoginExpiry = %v, %v; want %v", e, ok, exp)
+	}
+	msg := <-got
+	if !strings.Contains(msg, "demo: the access token of its OAuth login expires at ") || !strings.Contains(msg, "run `toolgate auth login demo` before then") {
+		t.Errorf("warning %q", msg)
+	}
+	// Within the window now: a connection that took the login up again
+	// would warn at once, were it not warned of already.
+	tokens.Transport("demo", "http://127.0.0.1:1/mcp", http.DefaultTransport, nil)
+	if len(got) != 0 {
+		t.Errorf("warned again: %q", <-got)
+	}
+}

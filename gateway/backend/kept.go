@@ -2,6 +2,7 @@ package backend
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"unsafe"
 
@@ -29,8 +30,10 @@ func (e *exactResult) keepMessage(data []byte) []byte {
 		e.takeMessage(data)
 		return data
 	}
-	view := unsafe.String(unsafe.SliceData(data), len(data)) // data is not changed while read
-	res := gjson.Get(view, "result")
+	// data is not changed while read; of a "result" named twice, go-sdk's
+	// is the last.
+	view := unsafe.String(unsafe.SliceData(data), len(data))
+	res := lastMember(view, "result")
 	at, end := res.Index, res.Index+len(res.Raw)
 	if !res.IsObject() || at <= 0 || end > len(data) || !gjson.Valid(view) {
 		e.takeMessage(data)
@@ -103,6 +106,7 @@ type keptEvents struct {
 	from, to int
 	lines    int
 	joined   []byte
+	other    bool // its "event:" names another than "message": go-sdk skips it
 	over     bool // the event is over max: handed on as it comes
 	mid      bool // (over) the bytes handed on last did not end a line
 
@@ -120,7 +124,19 @@ func (k *keptEvents) Read(p []byte) (int, error) {
 		k.feed(k.buf[:n])
 		if err != nil {
 			k.err = err
-			k.out = append(k.out, k.event...) // an event the stream ended in, as it came
+			if errors.Is(err, io.EOF) && !k.over && len(k.event) > 0 {
+				// go-sdk's reader takes the event a stream ends in
+				// without its empty line (the line it ends in too), as
+				// ended: so is it kept and observed (a 64-bit ID was
+				// rounded). After any other error go-sdk reads none of it.
+				if len(k.event) > k.lineAt {
+					k.endLine()
+				}
+				if len(k.event) > 0 {
+					k.dispatch()
+				}
+			}
+			k.out = append(k.out, k.event...) // an event the stream broke off in, as it came
 			k.event = nil
 		}
 	}
@@ -176,6 +192,11 @@ func (k *keptEvents) endLine() {
 		k.dispatch()
 		return
 	}
+	if name, ok := bytes.CutPrefix(line, []byte("event:")); ok {
+		name = bytes.TrimSpace(name) // as go-sdk reads it
+		k.other = len(name) > 0 && string(name) != "message"
+		return
+	}
 	v, ok := bytes.CutPrefix(line, []byte("data:"))
 	if !ok {
 		return
@@ -203,7 +224,7 @@ func (k *keptEvents) dispatch() {
 		data = k.event[k.from:k.to]
 	}
 	ev := k.event
-	if len(data) > 0 {
+	if len(data) > 0 && !k.other {
 		small := k.keep(data)
 		if msg, err := jsonrpc.DecodeMessage(small); err == nil {
 			k.observe(msg)
@@ -221,7 +242,7 @@ func (k *keptEvents) dispatch() {
 	k.reset()
 }
 
-// rewrite is the event with data as its one "data:" line, its other lines
+// rewrite is the event with data as its "data:" lines, its other lines
 // as they were.
 func (k *keptEvents) rewrite(data []byte) []byte {
 	out := make([]byte, 0, len(data)+256)
@@ -236,14 +257,18 @@ func (k *keptEvents) rewrite(data []byte) []byte {
 			out = append(out, line...)
 		}
 	}
-	out = append(append(append(out, "data: "...), data...), "\n\n"...)
-	return out
+	// One "data:" line for each line of data: go-sdk joins them with
+	// line ends again (a message written on several lines has some).
+	for line := range bytes.Lines(data) {
+		out = append(append(append(out, "data: "...), bytes.TrimSuffix(line, []byte("\n"))...), '\n')
+	}
+	return append(out, '\n')
 }
 
 // reset starts the next event.
 func (k *keptEvents) reset() {
 	k.event = k.event[:0]
-	k.lineAt, k.from, k.to, k.lines, k.joined, k.over, k.mid = 0, 0, 0, 0, nil, false, false
+	k.lineAt, k.from, k.to, k.lines, k.joined, k.over, k.mid, k.other = 0, 0, 0, 0, nil, false, false, false
 }
 
 func (k *keptEvents) Close() error { return k.rc.Close() }

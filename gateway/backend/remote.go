@@ -483,12 +483,15 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	} else if resp.StatusCode < 400 {
 		t.answers.Add(1)
 	}
+	// A call's POST, or the GET by which go-sdk resumes its stream (with
+	// the call's context) after the POST's ended before the result: a
+	// result that came on it was not kept (a 64-bit ID rounded).
 	var exact *exactResult
-	if t.exact && req.Method == http.MethodPost {
+	if t.exact && (req.Method == http.MethodPost || req.Method == http.MethodGet && req.Header.Get("Last-Event-ID") != "") {
 		exact = exactFrom(req.Context())
 	}
 	var cb *callBody // watches a call's answer for its end (JSON or an event stream)
-	if exact != nil && resp.StatusCode == http.StatusOK {
+	if exact != nil && req.Method == http.MethodPost && resp.StatusCode == http.StatusOK {
 		cb = &callBody{e: exact, in: "a POST with " + resp.Status}
 	}
 	// Event streams are capped per event by MaxEventSize; a JSON body is

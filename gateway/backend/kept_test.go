@@ -4,11 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -281,4 +285,84 @@ func abs(n int) int {
 		return -n
 	}
 	return n
+}
+
+// TestCappedBodyAtTheCap: a plain JSON body of exactly the message cap is
+// read whole, as a stdio line or an SSE event of that size is; one byte
+// more is refused with the cap's error, read alone and through keptBody,
+// whether the server's last read ends the body (a Content-Length) or a
+// read after it does (chunked).
+func TestCappedBodyAtTheCap(t *testing.T) {
+	const max = 64
+	msg := `{"jsonrpc":"2.0","id":1,"result":{}}`
+	wantErr := fmt.Sprintf("response body exceeds toolgate's message size cap of %d bytes", max)
+	readers := map[string]func(string) io.Reader{
+		"EOF after": func(s string) io.Reader { return &chunkReader{s: s, n: 7} },
+		"EOF with":  func(s string) io.Reader { return iotest.DataErrReader(strings.NewReader(s)) },
+		// A server that ends its chunked body once all of it was read:
+		// the end is a read of its own.
+		"chunked HTTP": func(s string) io.Reader {
+			done := make(chan struct{})
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				io.WriteString(w, s)
+				w.(http.Flusher).Flush() // no Content-Length
+				select {
+				case <-done:
+				case <-r.Context().Done():
+				}
+			}))
+			t.Cleanup(srv.Close)
+			resp, err := srv.Client().Get(srv.URL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { resp.Body.Close() })
+			return &readTill{r: resp.Body, left: len(s), done: done}
+		},
+	}
+	for _, size := range []int{max - 1, max, max + 1} {
+		body := msg + strings.Repeat(" ", size-len(msg))
+		for name, reader := range readers {
+			for _, kept := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%d bytes, %s, kept %v", size, name, kept), func(t *testing.T) {
+					var rc io.ReadCloser = &cappedBody{rc: io.NopCloser(reader(body)), left: max, max: max}
+					if kept {
+						_, e := withExact(context.Background())
+						rc = &keptBody{rc: rc, e: e, size: int64(size), max: max}
+					}
+					got, err := io.ReadAll(rc)
+					if size <= max {
+						if err != nil || string(got) != body {
+							t.Errorf("read %d bytes (%v), want the body whole (%d)", len(got), err, size)
+						}
+						return
+					}
+					if !errors.Is(err, errBodyTooLarge) || err.Error() != wantErr || len(got) != max {
+						t.Errorf("read %d bytes (%v), want %d and %q", len(got), err, max, wantErr)
+					}
+					if _, err := rc.Read(make([]byte, 8)); err == nil || err.Error() != wantErr {
+						t.Errorf("read again: %v, want %q", err, wantErr)
+					}
+				})
+			}
+		}
+	}
+}
+
+// readTill closes done once left bytes were read from r.
+type readTill struct {
+	r    io.Reader
+	left int
+	done chan struct{}
+}
+
+func (c *readTill) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	if c.left > 0 {
+		if c.left -= n; c.left <= 0 {
+			close(c.done)
+		}
+	}
+	return n, err
 }

@@ -722,13 +722,26 @@ var errBodyTooLarge = errors.New("response body " + capWords)
 // capWords say that an answer is over the message size cap (MaxMessageBytes).
 const capWords = "exceeds toolgate's message size cap"
 
+// cappedBody is a body of at most max bytes, as a stdio line or an SSE
+// event may be: a longer one ends in errBodyTooLarge.
 type cappedBody struct {
 	rc        io.ReadCloser
 	left, max int64
+	over      bool // a byte came after the max-th
 }
 
 func (b *cappedBody) Read(p []byte) (int, error) {
-	if b.left <= 0 {
+	if b.left <= 0 && !b.over {
+		// max bytes were read: the body ends here (a chunked one says so
+		// by a read of its own), or it is over the cap.
+		var one [1]byte
+		n, err := b.rc.Read(one[:])
+		if n == 0 {
+			return 0, err
+		}
+		b.over = true
+	}
+	if b.over {
 		return 0, fmt.Errorf("%w of %d bytes", errBodyTooLarge, b.max)
 	}
 	if int64(len(p)) > b.left {

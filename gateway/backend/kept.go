@@ -192,9 +192,8 @@ func (k *keptEvents) endLine() {
 		k.dispatch()
 		return
 	}
-	if name, ok := bytes.CutPrefix(line, []byte("event:")); ok {
-		name = bytes.TrimSpace(name) // as go-sdk reads it
-		k.other = len(name) > 0 && string(name) != "message"
+	if other, ok := otherEvent(line); ok {
+		k.other = other
 		return
 	}
 	v, ok := bytes.CutPrefix(line, []byte("data:"))

@@ -178,7 +178,8 @@ func (c *observeConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 // complete, before the bytes that follow it are returned: a notification is
 // observed before go-sdk can read the result behind it. It follows the SSE
 // format as far as MCP uses it: "data:" lines joined by newlines, an event
-// ended by an empty line, other fields ignored.
+// ended by an empty line, one named other than "message" skipped as go-sdk
+// skips it (otherEvent), other fields ignored.
 type observeEvents struct {
 	rc      io.ReadCloser
 	observe func(jsonrpc.Message)
@@ -192,6 +193,7 @@ type observeEvents struct {
 	oversize func()
 	size     int  // the event's bytes so far, line ends included
 	over     bool // oversize was called for this event
+	other    bool // its "event:" names another than "message": go-sdk skips it
 }
 
 func (e *observeEvents) Read(p []byte) (int, error) {
@@ -218,13 +220,18 @@ func (e *observeEvents) endLine() {
 	line := bytes.TrimSuffix(e.line, []byte("\r"))
 	e.line = e.line[:0]
 	if len(line) == 0 {
-		e.size, e.over = 0, false
-		if len(e.data) > 0 && len(e.data) <= e.max {
+		other := e.other
+		e.size, e.over, e.other = 0, false, false
+		if len(e.data) > 0 && len(e.data) <= e.max && !other {
 			if msg, err := jsonrpc.DecodeMessage(e.data); err == nil {
 				e.observe(msg)
 			}
 		}
 		e.data = e.data[:0]
+		return
+	}
+	if other, ok := otherEvent(line); ok {
+		e.other = other
 		return
 	}
 	if v, ok := bytes.CutPrefix(line, []byte("data:")); ok {
@@ -236,6 +243,21 @@ func (e *observeEvents) endLine() {
 }
 
 func (e *observeEvents) Close() error { return e.rc.Close() }
+
+// otherEvent reports whether line (without its line end) is an event
+// stream's "event:" field, and whether it names an event other than
+// "message": go-sdk's reader trims the name of white space, takes an empty
+// one for "message", and skips an event named otherwise, so neither
+// observeEvents nor keptEvents reads its message. The last "event:" of an
+// event is its name.
+func otherEvent(line []byte) (other, ok bool) {
+	name, ok := bytes.CutPrefix(line, []byte("event:"))
+	if !ok {
+		return false, false
+	}
+	name = bytes.TrimSpace(name)
+	return len(name) > 0 && string(name) != "message", true
+}
 
 // noMeta: a relayed notification goes without the backend's _meta. What
 // MCP puts there (io.modelcontextprotocol/related-task, a progress token)

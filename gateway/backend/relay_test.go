@@ -189,6 +189,36 @@ func TestObserveEvents(t *testing.T) {
 	}
 }
 
+// TestObserveEventsOtherNames: an event whose "event:" names another than
+// "message" (trimmed as go-sdk trims it) is not observed, as go-sdk skips
+// it: its log message or progress was relayed to the call all the same.
+// One named " message " or with an empty name is a message.
+func TestObserveEventsOtherNames(t *testing.T) {
+	note := func(s string) string {
+		return `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"` + s + `"}}`
+	}
+	stream := "event: debug\ndata: " + note("debug") + "\n\n" +
+		"event:  message \r\ndata: " + note("spaced") + "\r\n\r\n" +
+		"event: ping\nevent:\ndata: " + note("renamed empty") + "\n\n" +
+		"event: message\nevent: other\ndata: " + note("renamed other") + "\n\n" +
+		"data: " + note("unnamed") + "\n\n"
+	for _, chunk := range []int{1, 9, len(stream)} {
+		var seen []string
+		e := &observeEvents{rc: io.NopCloser(&chunked{s: stream, n: chunk}), max: 1 << 20, observe: func(m jsonrpc.Message) {
+			var p mcp.LoggingMessageParams
+			if json.Unmarshal(m.(*jsonrpc.Request).Params, &p) == nil {
+				seen = append(seen, fmt.Sprint(p.Data))
+			}
+		}}
+		if out, err := io.ReadAll(e); err != nil || string(out) != stream {
+			t.Fatalf("chunk %d: bytes changed (%v)", chunk, err)
+		}
+		if got := strings.Join(seen, ","); got != "spaced,renamed empty,unnamed" {
+			t.Errorf("chunk %d: observed %q, want the events go-sdk reads", chunk, got)
+		}
+	}
+}
+
 // An event of more bytes than the cap is told once (go-sdk's reader fails
 // it and drops the connection; the call then knows why), and the count
 // starts again at the next event.

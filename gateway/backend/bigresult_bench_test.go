@@ -23,23 +23,7 @@ func BenchmarkBigResultRead(b *testing.B) {
 	const size = 5_000_000
 	b.Setenv(backendtest.EnvHugeBytes, strconv.Itoa(size))
 	modes := backendtest.ModeHugeOutput
-	for _, tc := range []struct {
-		name   string
-		server func(b *testing.B) config.Server
-	}{
-		{"stdio", func(b *testing.B) config.Server {
-			return named(backendtest.Command(b, modes, backendtest.EnvHugeBytes+"="+strconv.Itoa(size)), "b")
-		}},
-		{"http", func(b *testing.B) config.Server {
-			return backendtest.NewHTTPServer(b, config.TypeHTTP, modes).Config("b", nil)
-		}},
-		{"http-json", func(b *testing.B) config.Server {
-			return backendtest.NewHTTPServer(b, config.TypeHTTP, modes+","+backendtest.ModeJSONResponse).Config("b", nil)
-		}},
-		{"sse", func(b *testing.B) config.Server {
-			return backendtest.NewHTTPServer(b, config.TypeSSE, modes).Config("b", nil)
-		}},
-	} {
+	for _, tc := range everyTransport(modes, backendtest.EnvHugeBytes+"="+strconv.Itoa(size)) {
 		for _, tool := range []string{"huge_rows", "huge"} {
 			b.Run(fmt.Sprintf("%s-%s", tc.name, map[string]string{"huge_rows": "rows", "huge": "text"}[tool]), func(b *testing.B) {
 				p := New([]config.Server{tc.server(b)}, testOptions(nil))

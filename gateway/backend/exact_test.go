@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -23,24 +24,10 @@ import (
 // plain JSON answers) and SSE; go-sdk alone decodes them into float64s.
 func TestStructuredNumbersExact(t *testing.T) {
 	modes := backendtest.ModeBigNumbers
-	for _, tc := range []struct {
-		name   string
-		server func(t *testing.T) config.Server
-	}{
-		{"stdio", func(t *testing.T) config.Server { return named(backendtest.Command(t, modes), "b") }},
-		{"stdio-legacy", func(t *testing.T) config.Server {
-			return named(backendtest.Command(t, modes+","+backendtest.ModeIgnoreDiscover), "b")
-		}},
-		{"http", func(t *testing.T) config.Server {
-			return backendtest.NewHTTPServer(t, config.TypeHTTP, modes).Config("b", nil)
-		}},
-		{"http-json", func(t *testing.T) config.Server {
-			return backendtest.NewHTTPServer(t, config.TypeHTTP, modes+","+backendtest.ModeJSONResponse).Config("b", nil)
-		}},
-		{"sse", func(t *testing.T) config.Server {
-			return backendtest.NewHTTPServer(t, config.TypeSSE, modes).Config("b", nil)
-		}},
-	} {
+	cases := slices.Insert(everyTransport(modes), 1, transportCase{"stdio-legacy", func(tb testing.TB) config.Server {
+		return named(backendtest.Command(tb, modes+","+backendtest.ModeIgnoreDiscover), "b")
+	}})
+	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			o := testOptions(nil)
 			if tc.name == "stdio-legacy" {
@@ -69,6 +56,56 @@ func TestStructuredNumbersExact(t *testing.T) {
 			}
 		})
 	}
+}
+
+// transportCase is a server named "b" of the test backend, made for a
+// test or a benchmark.
+type transportCase struct {
+	name   string
+	server func(tb testing.TB) config.Server
+}
+
+// everyTransport is the test backend in modes on each transport go-sdk
+// reads a result from in its own way: stdio (with env, KEY=VALUE pairs,
+// added to its environment), streamable HTTP answering with an event
+// stream and with plain JSON, and SSE.
+func everyTransport(modes string, env ...string) []transportCase {
+	return []transportCase{
+		{"stdio", func(tb testing.TB) config.Server { return named(backendtest.Command(tb, modes, env...), "b") }},
+		{"http", func(tb testing.TB) config.Server {
+			return backendtest.NewHTTPServer(tb, config.TypeHTTP, modes).Config("b", nil)
+		}},
+		{"http-json", func(tb testing.TB) config.Server {
+			return backendtest.NewHTTPServer(tb, config.TypeHTTP, modes+","+backendtest.ModeJSONResponse).Config("b", nil)
+		}},
+		{"sse", func(tb testing.TB) config.Server {
+			return backendtest.NewHTTPServer(tb, config.TypeSSE, modes).Config("b", nil)
+		}},
+	}
+}
+
+// throughExact reads result, a tools/call result as a backend wrote it,
+// through an exactConn as a call's answer: what go-sdk decodes (small),
+// go-sdk's reading of it, and the call's exactResult, whose apply is yet
+// to come.
+func throughExact(t *testing.T, result string) (small json.RawMessage, res mcp.CallToolResult, e *exactResult) {
+	t.Helper()
+	id, _ := jsonrpc.MakeID(float64(1))
+	conn := &fakeConn{msgs: []jsonrpc.Message{&jsonrpc.Response{ID: id, Result: json.RawMessage(result)}}}
+	c := &exactConn{Connection: conn, pending: map[jsonrpc.ID]*exactResult{}}
+	ctx, e := withExact(context.Background())
+	if err := c.Write(ctx, &jsonrpc.Request{ID: id, Method: "tools/call"}); err != nil {
+		t.Fatal(err)
+	}
+	msg, err := c.Read(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	small = msg.(*jsonrpc.Response).Result
+	if err := json.Unmarshal(small, &res); err != nil {
+		t.Fatalf("what go-sdk decodes: %v", err)
+	}
+	return small, res, e
 }
 
 // fakeConn is a connection whose Read answers msgs in turn.
@@ -103,23 +140,9 @@ func TestBigStructuredKept(t *testing.T) {
 	}{"big": {big, true}, "small": {`{"z": 1, "a": 2}`, false}} {
 		t.Run(name, func(t *testing.T) {
 			result := `{"content": [{"type": "text", "text": "rows"}], "structuredContent": ` + tc.sc + `, "isError": false}`
-			id, _ := jsonrpc.MakeID(float64(1))
-			conn := &fakeConn{msgs: []jsonrpc.Message{&jsonrpc.Response{ID: id, Result: json.RawMessage(result)}}}
-			c := &exactConn{Connection: conn, pending: map[jsonrpc.ID]*exactResult{}}
-			ctx, e := withExact(context.Background())
-			if err := c.Write(ctx, &jsonrpc.Request{ID: id, Method: "tools/call"}); err != nil {
-				t.Fatal(err)
-			}
-			msg, err := c.Read(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var res mcp.CallToolResult
-			if err := json.Unmarshal(msg.(*jsonrpc.Response).Result, &res); err != nil {
-				t.Fatalf("what go-sdk decodes: %v", err)
-			}
-			if tc.kept && len(msg.(*jsonrpc.Response).Result) > 200 {
-				t.Errorf("go-sdk decodes %d bytes, want the result without its structuredContent", len(msg.(*jsonrpc.Response).Result))
+			small, res, e := throughExact(t, result)
+			if tc.kept && len(small) > 200 {
+				t.Errorf("go-sdk decodes %d bytes, want the result without its structuredContent", len(small))
 			}
 			e.apply(&res)
 			raw, isRaw := res.StructuredContent.(json.RawMessage)
@@ -156,21 +179,7 @@ func TestBigStructuredAsGoSDKReadsIt(t *testing.T) {
 			if err := json.Unmarshal([]byte(tc.result), &want); err != nil {
 				t.Fatal(err)
 			}
-			id, _ := jsonrpc.MakeID(float64(1))
-			c := &exactConn{Connection: &fakeConn{msgs: []jsonrpc.Message{&jsonrpc.Response{ID: id, Result: json.RawMessage(tc.result)}}},
-				pending: map[jsonrpc.ID]*exactResult{}}
-			ctx, e := withExact(context.Background())
-			if err := c.Write(ctx, &jsonrpc.Request{ID: id, Method: "tools/call"}); err != nil {
-				t.Fatal(err)
-			}
-			msg, err := c.Read(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var res mcp.CallToolResult
-			if err := json.Unmarshal(msg.(*jsonrpc.Response).Result, &res); err != nil {
-				t.Fatalf("what go-sdk decodes: %v", err)
-			}
+			_, res, e := throughExact(t, tc.result)
 			e.apply(&res)
 			if _, isRaw := res.StructuredContent.(json.RawMessage); isRaw != tc.kept {
 				t.Errorf("structuredContent kept as written: %v, want %v", isRaw, tc.kept)

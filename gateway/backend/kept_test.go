@@ -35,23 +35,7 @@ func TestBigResultKept(t *testing.T) {
 	t.Setenv(backendtest.EnvHugeBytes, strconv.Itoa(size))
 	modes := backendtest.ModeHugeOutput
 	rows, log := backendtest.HugeRows(size), backendtest.HugeLog(size)
-	for _, tc := range []struct {
-		name   string
-		server func(t *testing.T) config.Server
-	}{
-		{"stdio", func(t *testing.T) config.Server {
-			return named(backendtest.Command(t, modes, backendtest.EnvHugeBytes+"="+strconv.Itoa(size)), "b")
-		}},
-		{"http", func(t *testing.T) config.Server {
-			return backendtest.NewHTTPServer(t, config.TypeHTTP, modes).Config("b", nil)
-		}},
-		{"http-json", func(t *testing.T) config.Server {
-			return backendtest.NewHTTPServer(t, config.TypeHTTP, modes+","+backendtest.ModeJSONResponse).Config("b", nil)
-		}},
-		{"sse", func(t *testing.T) config.Server {
-			return backendtest.NewHTTPServer(t, config.TypeSSE, modes).Config("b", nil)
-		}},
-	} {
+	for _, tc := range everyTransport(modes, backendtest.EnvHugeBytes+"="+strconv.Itoa(size)) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := startPool(t, []config.Server{tc.server(t)}, testOptions(nil))
 			for range 2 { // the second call on the same connection too
@@ -95,24 +79,9 @@ func bigLogResult() (result string, text string) {
 // times a 15 MB text's size. Smaller blocks, and blocks of other types, are go-sdk's.
 func TestBigTextKept(t *testing.T) {
 	result, text := bigLogResult()
-	id, _ := jsonrpc.MakeID(float64(1))
-	conn := &fakeConn{msgs: []jsonrpc.Message{&jsonrpc.Response{ID: id, Result: json.RawMessage(result)}}}
-	c := &exactConn{Connection: conn, pending: map[jsonrpc.ID]*exactResult{}}
-	ctx, e := withExact(context.Background())
-	if err := c.Write(ctx, &jsonrpc.Request{ID: id, Method: "tools/call"}); err != nil {
-		t.Fatal(err)
-	}
-	msg, err := c.Read(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	small := msg.(*jsonrpc.Response).Result
+	small, res, e := throughExact(t, result)
 	if len(small) > 300 {
 		t.Errorf("go-sdk decodes %d bytes, want the result without its big text", len(small))
-	}
-	var res mcp.CallToolResult
-	if err := json.Unmarshal(small, &res); err != nil {
-		t.Fatalf("what go-sdk decodes: %v", err)
 	}
 	e.apply(&res)
 	if len(res.Content) != 3 || res.Content[0].(*mcp.TextContent).Text != "a" || res.Content[1].(*mcp.TextContent).Text != text {

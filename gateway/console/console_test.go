@@ -93,6 +93,9 @@ type fakeBackends struct {
 	pids      map[string]int
 	restarted []string
 	more      []string // more servers, up with no tool
+	// login is, by server, the expiry of a login that cannot be
+	// refreshed.
+	login map[string]*backend.LoginExpiry
 }
 
 func (f *fakeBackends) Status() []backend.Status {
@@ -105,6 +108,9 @@ func (f *fakeBackends) Status() []backend.Status {
 	}
 	for _, n := range f.more {
 		out = append(out, backend.Status{Name: n, Transport: "stdio", State: backend.StateUp})
+	}
+	for i := range out {
+		out[i].LoginExpiry = f.login[out[i].Name]
 	}
 	return out
 }
@@ -1130,6 +1136,36 @@ func TestStateFrontCertificate(t *testing.T) {
 		}
 		if !ok {
 			t.Errorf("certificate due in %s, files error %q: the front's warnings %q, want %q", tc.left, tc.err, front, tc.want)
+		}
+	}
+}
+
+// TestStateLoginExpiry: the console's warnings say of an OAuth login
+// whose access token cannot be refreshed when the token expires, or that
+// it has, with the login to run, as toolgate status does
+// (BackendStatus.LoginNotice).
+func TestStateLoginExpiry(t *testing.T) {
+	e := newEnvWith(t, &Options{Catalog: fakeCatalog{}})
+	const login = "toolgate auth login filesystem --config /etc/toolgate.json"
+	for _, tc := range []struct {
+		in   time.Duration
+		want string
+	}{
+		{time.Hour, "filesystem: the access token of its OAuth login expires at "},
+		{-time.Minute, "filesystem: the access token of its OAuth login expired at "},
+	} {
+		e.backends.mu.Lock()
+		e.backends.login = map[string]*backend.LoginExpiry{"filesystem": {Expires: time.Now().Add(tc.in), Login: login}}
+		e.backends.mu.Unlock()
+		_, body := e.do(t, "GET", "/ui/api/state", "")
+		var st State
+		if err := json.Unmarshal([]byte(body), &st); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.ContainsFunc(st.Warnings, func(w string) bool {
+			return strings.HasPrefix(w, tc.want) && strings.Contains(w, "run `"+login+"`")
+		}) {
+			t.Errorf("a login that cannot be refreshed, expiring in %s: warnings %q, want one starting %q with the login", tc.in, st.Warnings, tc.want)
 		}
 	}
 }

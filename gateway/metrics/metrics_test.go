@@ -113,7 +113,8 @@ func newTest() *Metrics {
 			{Name: "memory", State: backend.StateUp, Restarts: 2},
 			{Name: "filesystem", State: backend.StateDown},
 			{Name: "lazy", State: backend.StateIdle},
-			{Name: "remote", State: backend.StateUp, TLSCert: "/etc/toolgate/client.pem", TLSCertNotAfter: &clientNotAfter},
+			{Name: "remote", State: backend.StateUp, TLSCert: "/etc/toolgate/client.pem", TLSCertNotAfter: &clientNotAfter,
+				LoginExpiry: &backend.LoginExpiry{Expires: clientNotAfter.Add(-time.Hour), Login: "toolgate auth login remote"}},
 		},
 		Catalog:    &fakeCatalog{tools},
 		Loop:       fakeLoop(4),
@@ -314,11 +315,15 @@ toolgate_tls_cert_expiry_timestamp_seconds 1.8039024e+09
 # HELP toolgate_backend_tls_cert_expiry_timestamp_seconds When the client certificate a remote server is reached with expires (its tls.cert), as a Unix time; absent without one.
 # TYPE toolgate_backend_tls_cert_expiry_timestamp_seconds gauge
 toolgate_backend_tls_cert_expiry_timestamp_seconds{server="remote"} 1.803902401e+09
+# HELP toolgate_backend_login_expiry_timestamp_seconds When the access token of a remote server's OAuth login expires, for a login that cannot be refreshed (the authorization server gave no refresh token: the server needs toolgate auth login again by then), as a Unix time; absent for one that can be refreshed, or none.
+# TYPE toolgate_backend_login_expiry_timestamp_seconds gauge
+toolgate_backend_login_expiry_timestamp_seconds{server="remote"} 1.803898801e+09
 `
 	if err := testutil.GatherAndCompare(m.reg, strings.NewReader(want),
 		"toolgate_backend_up", "toolgate_backend_restarts_total", "toolgate_catalog_tools", "toolgate_index_generation",
 		"toolgate_embedding_cache_hits_total", "toolgate_embedding_cache_misses_total", "toolgate_embedding_cache_dropped_total", "toolgate_search_bm25_only",
-		"toolgate_search_running", "toolgate_search_waiting", "toolgate_tls_cert_expiry_timestamp_seconds", "toolgate_backend_tls_cert_expiry_timestamp_seconds"); err != nil {
+		"toolgate_search_running", "toolgate_search_waiting", "toolgate_tls_cert_expiry_timestamp_seconds", "toolgate_backend_tls_cert_expiry_timestamp_seconds",
+		"toolgate_backend_login_expiry_timestamp_seconds"); err != nil {
 		t.Error(err)
 	}
 	// Without sources, those metrics are left out; the rest still works.

@@ -19,6 +19,7 @@ type stateCollector struct {
 	searchRunning            *prometheus.Desc
 	searchWaiting            *prometheus.Desc
 	clientCertExpiry         *prometheus.Desc
+	loginExpiry              *prometheus.Desc
 	reloads, reloadOK        *prometheus.Desc
 	indexError               *prometheus.Desc
 }
@@ -50,6 +51,8 @@ func newStateCollector(o Options) *stateCollector {
 			"When the HTTPS front's certificate expires (toolgate.http.tls), as a Unix time; absent without one.", nil, nil),
 		clientCertExpiry: prometheus.NewDesc("toolgate_backend_tls_cert_expiry_timestamp_seconds",
 			"When the client certificate a remote server is reached with expires (its tls.cert), as a Unix time; absent without one.", []string{"server"}, nil),
+		loginExpiry: prometheus.NewDesc("toolgate_backend_login_expiry_timestamp_seconds",
+			"When the access token of a remote server's OAuth login expires, for a login that cannot be refreshed (the authorization server gave no refresh token: the server needs toolgate auth login again by then), as a Unix time; absent for one that can be refreshed, or none.", []string{"server"}, nil),
 		reloads: prometheus.NewDesc("toolgate_config_reloads_total",
 			"Config reloads since start, applied or rejected (GET /status's reloadGeneration).", nil, nil),
 		reloadOK: prometheus.NewDesc("toolgate_config_last_reload_successful",
@@ -60,7 +63,7 @@ func newStateCollector(o Options) *stateCollector {
 }
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.up, c.restarts, c.tools, c.gen, c.cacheHits, c.cacheMisses, c.cacheDropped, c.bm25Only, c.searchRunning, c.searchWaiting, c.certExpiry, c.clientCertExpiry, c.reloads, c.reloadOK, c.indexError} {
+	for _, d := range []*prometheus.Desc{c.up, c.restarts, c.tools, c.gen, c.cacheHits, c.cacheMisses, c.cacheDropped, c.bm25Only, c.searchRunning, c.searchWaiting, c.certExpiry, c.clientCertExpiry, c.loginExpiry, c.reloads, c.reloadOK, c.indexError} {
 		ch <- d
 	}
 }
@@ -77,6 +80,9 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(c.restarts, prometheus.CounterValue, float64(st.Restarts), st.Name)
 			if t := st.TLSCertNotAfter; t != nil {
 				ch <- prometheus.MustNewConstMetric(c.clientCertExpiry, prometheus.GaugeValue, float64(t.Unix()), st.Name)
+			}
+			if le := st.LoginExpiry; le != nil {
+				ch <- prometheus.MustNewConstMetric(c.loginExpiry, prometheus.GaugeValue, float64(le.Expires.Unix()), st.Name)
 			}
 			servers = append(servers, st.Name)
 		}

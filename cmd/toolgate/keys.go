@@ -227,11 +227,10 @@ func checkKeyProfile(g *globals, errw io.Writer, cfg *config.File, cfgPath, p st
 
 // warnUnmatchedGlobs says which of a key's --allow and --deny globs match
 // no tool of the index (known; nil: none to read, unread: why when there
-// is one), with the servers (as
-// "server__*") and tools it could have meant: a misspelt --deny leaves
-// every tool allowed, a misspelt --allow lets none through. The key is
-// made (done: "created", "updated") all the same (its tools may not be
-// indexed yet).
+// is one), with the servers (as "server__*") and tools it could have
+// meant: a misspelt --deny leaves every tool allowed, a misspelt --allow
+// lets none through. The key is made (done: "created", "updated") all the
+// same (its tools may not be indexed yet).
 func warnUnmatchedGlobs(w io.Writer, known map[string]catalog.Tool, unread error, allow, deny []string, dataDir, done string) {
 	if known == nil {
 		notChecked(w, "the --allow and --deny globs", dataDir, unread)

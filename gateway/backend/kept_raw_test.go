@@ -10,7 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/gateway/config"
@@ -132,15 +131,7 @@ func TestKeptMessageLastResult(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, e := withExact(context.Background())
-			msg, err := jsonrpc.DecodeMessage(e.keepMessage([]byte(tc.message)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			var res mcp.CallToolResult
-			if err := json.Unmarshal(msg.(*jsonrpc.Response).Result, &res); err != nil {
-				t.Fatal(err)
-			}
-			e.apply(&res)
+			res := applied(t, e, e.keepMessage([]byte(tc.message)))
 			if len(res.Content) < 2 {
 				t.Fatalf("%d blocks", len(res.Content))
 			}

@@ -155,15 +155,7 @@ func TestKeptEvents(t *testing.T) {
 			if !ok || head != "id: 8\nevent: message\nretry: 1000\n" || !strings.HasSuffix(data, "\n\n") || len(data) > 400 {
 				t.Fatalf("the result's event: %.400q", rest)
 			}
-			msg, err := jsonrpc.DecodeMessage([]byte(strings.TrimSuffix(data, "\n\n")))
-			if err != nil {
-				t.Fatal(err)
-			}
-			var res mcp.CallToolResult
-			if err := json.Unmarshal(msg.(*jsonrpc.Response).Result, &res); err != nil {
-				t.Fatal(err)
-			}
-			e.apply(&res)
+			res := applied(t, e, []byte(strings.TrimSuffix(data, "\n\n")))
 			if len(res.Content) != 3 || res.Content[1].(*mcp.TextContent).Text != text {
 				t.Errorf("the big text is not whole after apply")
 			}
@@ -188,6 +180,22 @@ func TestKeptEvents(t *testing.T) {
 	})
 }
 
+// applied is go-sdk's reading of message, a call's response as the
+// gateway hands it on, with what e kept put back (exactResult.apply).
+func applied(t *testing.T, e *exactResult, message []byte) mcp.CallToolResult {
+	t.Helper()
+	msg, err := jsonrpc.DecodeMessage(message)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res mcp.CallToolResult
+	if err := json.Unmarshal(msg.(*jsonrpc.Response).Result, &res); err != nil {
+		t.Fatal(err)
+	}
+	e.apply(&res)
+	return res
+}
+
 // TestKeptBody: the JSON body of a call's answer reaches go-sdk with the
 // big text as "", and a body cut short as it came, with its error.
 func TestKeptBody(t *testing.T) {
@@ -198,15 +206,7 @@ func TestKeptBody(t *testing.T) {
 	if err != nil || len(got) > 400 {
 		t.Fatalf("read %d bytes (%v), want the answer without its big text", len(got), err)
 	}
-	msg, err := jsonrpc.DecodeMessage(got)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var res mcp.CallToolResult
-	if err := json.Unmarshal(msg.(*jsonrpc.Response).Result, &res); err != nil {
-		t.Fatal(err)
-	}
-	e.apply(&res)
+	res := applied(t, e, got)
 	if len(res.Content) != 3 || res.Content[1].(*mcp.TextContent).Text != text {
 		t.Errorf("the big text is not whole after apply")
 	}

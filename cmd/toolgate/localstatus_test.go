@@ -912,15 +912,10 @@ func TestHealthConfigNoneAnswers(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte(`{"mcpServers": {"one": {"command": "true"}}}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	free := ln.Addr().String()
-	ln.Close()
+	free := freeAddr(t)
 	f := healthFlags{config: cfg, dataDir: func(*config.File) string { return data }, timeout: 2 * time.Second, fallback: free}
 	var out bytes.Buffer
-	err = runHealth(context.Background(), &out, f)
+	err := runHealth(context.Background(), &out, f)
 	want := "no gateway runs on the data folder " + data + " either: start one (toolgate serve --config " + cfg + " --http " + free + ")"
 	if err == nil || !strings.Contains(err.Error(), "nothing listens at "+free) || !strings.HasSuffix(err.Error(), want) || out.Len() > 0 {
 		t.Errorf("health --config with no gateway anywhere: %v\nwant it to end %q", err, want)

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -42,17 +41,12 @@ func TestStatusNamesGatewayWithoutSocket(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	free := ln.Addr().String()
-	ln.Close()
+	free := freeAddr(t)
 	dataDir := func(*config.File) string { return data }
 	want := "no gateway on the data folder " + data + " has a status socket, but pid " + pid + " holds its learned pairs and embedding cache (sleep 600)"
 
 	var out bytes.Buffer
-	err = runStatus(context.Background(), &out, statusFlags{dataDir: dataDir, timeout: 2 * time.Second, fallback: free})
+	err := runStatus(context.Background(), &out, statusFlags{dataDir: dataDir, timeout: 2 * time.Second, fallback: free})
 	if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "no gateway runs on the data folder") {
 		t.Errorf("status beside a gateway without a socket: %v\nwant it to say %q", err, want)
 	}

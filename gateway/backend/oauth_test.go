@@ -826,3 +826,41 @@ func TestOAuthUnrefreshableLoginExpiry(t *testing.T) {
 		t.Errorf("a refreshable login was warned of:\n%s", r.logs.String())
 	}
 }
+
+// TestOAuthUnrefreshableUsedUntilExpiry: the access token of a login that
+// cannot be refreshed is sent until it expires, as its warning says. It
+// was taken for expired RefreshBefore (1m) early, its login file marked
+// refused ("the access token expired") and the server needing a login
+// while the warning logged at the same moment said "in 55s".
+func TestOAuthUnrefreshableUsedUntilExpiry(t *testing.T) {
+	e := newOAuthServers(t, config.TypeHTTP, true)
+	c := e.stored(t)
+	c.Token.RefreshToken = ""
+	if err := e.store.Save(c); err != nil {
+		t.Fatal(err)
+	}
+	tokens := oauth.NewTokens(e.store, &oauth.Options{Logger: e.logs.Logger(), Now: e.clock.Now, PollInterval: 10 * time.Millisecond})
+	t.Cleanup(func() { tokens.Close() })
+	o := testOptions(e.logs)
+	o.Auth = tokens
+	e.pool = startPool(t, []config.Server{{Name: "demo", Type: config.TypeHTTP, URL: e.rs.URL}}, o)
+	if st := statusOf(t, e.pool, "demo"); st.State != StateUp {
+		t.Fatalf("state %s: %s", st.State, st.Err)
+	}
+	// 30 s before it expires: within RefreshBefore, which a login that
+	// cannot be refreshed has no use for.
+	e.clock.Advance(time.Until(c.Token.Expiry) - 30*time.Second)
+	e.echo(t, "30 seconds before the token expires")
+	if st := statusOf(t, e.pool, "demo"); st.State != StateUp || st.LoginExpiry == nil {
+		t.Errorf("30 s before expiry: state %s (%s), loginExpiry %+v", st.State, st.Err, st.LoginExpiry)
+	}
+	if got := e.stored(t); got.Refused != "" {
+		t.Errorf("the login was marked refused 30 s before it expired: %s", got.Refused)
+	}
+	// Once expired, it needs the login the warning named.
+	e.clock.Advance(31 * time.Second)
+	_, err := e.pool.CallTool(context.Background(), "demo", "echo", map[string]any{"text": "expired"})
+	if err == nil || !strings.Contains(err.Error(), "the access token expired and the authorization server gave no refresh token") {
+		t.Errorf("call after expiry: %v", err)
+	}
+}

@@ -864,3 +864,44 @@ func TestOAuthUnrefreshableUsedUntilExpiry(t *testing.T) {
 		t.Errorf("call after expiry: %v", err)
 	}
 }
+
+// forgetting is oauth.Tokens that records the servers the pool tells it
+// to forget.
+type forgetting struct {
+	*oauth.Tokens
+	forgot chan string
+}
+
+func (f forgetting) Forget(server string) {
+	f.forgot <- server
+	f.Tokens.Forget(server)
+}
+
+// TestOAuthRemovedServerForgotten: a reload that removes a logged-in
+// server, or changes its entry, has the Authorizer forget its login (the
+// warning due before it expires, logged after the removal, named a
+// server the config no longer had); one left as it was is not.
+func TestOAuthRemovedServerForgotten(t *testing.T) {
+	e := newOAuthServers(t, config.TypeHTTP, true)
+	tokens := forgetting{oauth.NewTokens(e.store, &oauth.Options{Logger: e.logs.Logger(), PollInterval: 10 * time.Millisecond}), make(chan string, 4)}
+	t.Cleanup(func() { tokens.Close() })
+	o := testOptions(e.logs)
+	o.Auth = tokens
+	servers := []config.Server{{Name: "demo", Type: config.TypeHTTP, URL: e.rs.URL}, {Name: "other", Type: config.TypeHTTP, URL: e.rs.URL}}
+	e.pool = startPool(t, servers, o)
+	changed := servers[1]
+	changed.Headers = map[string]string{"X-Changed": "1"}
+	e.pool.Reconfigure(context.Background(), []config.Server{changed})
+	var got []string // told within Reconfigure
+	for len(tokens.forgot) > 0 {
+		got = append(got, <-tokens.forgot)
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, []string{"demo", "other"}) {
+		t.Errorf("forgot %q, want demo (removed) and other (changed)", got)
+	}
+	e.pool.Reconfigure(context.Background(), []config.Server{changed})
+	if len(tokens.forgot) != 0 {
+		t.Errorf("forgot %q, left as it was", <-tokens.forgot)
+	}
+}

@@ -299,6 +299,10 @@ type ExpiryKeeper interface {
 	// LoginExpiry is when the access token of server's login (for url)
 	// expires, false for a login that can be refreshed or none.
 	LoginExpiry(server, url string) (time.Time, bool)
+	// Forget stops the warning due before server's login expires: the
+	// server left the pool (removed, disabled) or restarts with a changed
+	// entry, whose connection takes its login up again if it has one.
+	Forget(server string)
 }
 
 // LoginExpiry is when the access token of a remote server's OAuth login
@@ -842,9 +846,11 @@ func (p *Pool) ReconfigureWhy(ctx context.Context, servers []config.Server, why 
 		}
 		b.log.Info(strings.TrimPrefix(cause.Error(), "it was ") + "; stopping the backend")
 		b.stop(cause)
+		b.forgetLogin()
 	}
 	for _, b := range replaced {
 		b.stop(errReplaced)
+		b.forgetLogin()
 	}
 	if p.started {
 		for _, b := range start {

@@ -878,29 +878,35 @@ func (f forgetting) Forget(server string) {
 }
 
 // TestOAuthRemovedServerForgotten: a reload that removes a logged-in
-// server, or changes its entry, has the Authorizer forget its login (the
+// server, or changes its URL, has the Authorizer forget its login (the
 // warning due before it expires, logged after the removal, named a
-// server the config no longer had); one left as it was is not.
+// server the config no longer had); one left as it was, or changed in
+// another field (its login still applies), is not.
 func TestOAuthRemovedServerForgotten(t *testing.T) {
 	e := newOAuthServers(t, config.TypeHTTP, true)
 	tokens := forgetting{oauth.NewTokens(e.store, &oauth.Options{Logger: e.logs.Logger(), PollInterval: 10 * time.Millisecond}), make(chan string, 4)}
 	t.Cleanup(func() { tokens.Close() })
 	o := testOptions(e.logs)
 	o.Auth = tokens
-	servers := []config.Server{{Name: "demo", Type: config.TypeHTTP, URL: e.rs.URL}, {Name: "other", Type: config.TypeHTTP, URL: e.rs.URL}}
+	servers := []config.Server{
+		{Name: "demo", Type: config.TypeHTTP, URL: e.rs.URL},
+		{Name: "other", Type: config.TypeHTTP, URL: e.rs.URL},
+		{Name: "moved", Type: config.TypeHTTP, URL: e.rs.URL},
+	}
 	e.pool = startPool(t, servers, o)
-	changed := servers[1]
-	changed.Headers = map[string]string{"X-Changed": "1"}
-	e.pool.Reconfigure(context.Background(), []config.Server{changed})
+	other, moved := servers[1], servers[2]
+	other.Headers = map[string]string{"X-Changed": "1"}
+	moved.URL += "/elsewhere"
+	e.pool.Reconfigure(context.Background(), []config.Server{other, moved})
 	var got []string // told within Reconfigure
 	for len(tokens.forgot) > 0 {
 		got = append(got, <-tokens.forgot)
 	}
 	slices.Sort(got)
-	if !slices.Equal(got, []string{"demo", "other"}) {
-		t.Errorf("forgot %q, want demo (removed) and other (changed)", got)
+	if !slices.Equal(got, []string{"demo", "moved"}) {
+		t.Errorf("forgot %q, want demo (removed) and moved (another URL)", got)
 	}
-	e.pool.Reconfigure(context.Background(), []config.Server{changed})
+	e.pool.Reconfigure(context.Background(), []config.Server{other, moved})
 	if len(tokens.forgot) != 0 {
 		t.Errorf("forgot %q, left as it was", <-tokens.forgot)
 	}

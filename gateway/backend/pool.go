@@ -300,8 +300,9 @@ type ExpiryKeeper interface {
 	// expires, false for a login that can be refreshed or none.
 	LoginExpiry(server, url string) (time.Time, bool)
 	// Forget stops the warning due before server's login expires: the
-	// server left the pool (removed, disabled) or restarts with a changed
-	// entry, whose connection takes its login up again if it has one.
+	// server left the pool (removed, disabled), or its changed entry
+	// names another URL or no OAuth login (a stdio command, a static
+	// Authorization header).
 	Forget(server string)
 }
 
@@ -850,7 +851,9 @@ func (p *Pool) ReconfigureWhy(ctx context.Context, servers []config.Server, why 
 	}
 	for _, b := range replaced {
 		b.stop(errReplaced)
-		b.forgetLogin()
+		if nb := next.byName[b.cfg.Name]; nb.auth() == nil || nb.cfg.URL != b.cfg.URL {
+			b.forgetLogin() // the new entry's login is another, or none
+		}
 	}
 	if p.started {
 		for _, b := range start {

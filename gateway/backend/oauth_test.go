@@ -911,3 +911,33 @@ func TestOAuthRemovedServerForgotten(t *testing.T) {
 		t.Errorf("forgot %q, left as it was", <-tokens.forgot)
 	}
 }
+
+// TestOAuthUnrefreshableRefusedEarly: a server that answers 401 to the
+// access token of a login that cannot be refreshed before its expiry
+// (revoked) has the backend need a login that says so: it said "the
+// access token expired", which it had not (its loginExpiry, just shown,
+// said when it would).
+func TestOAuthUnrefreshableRefusedEarly(t *testing.T) {
+	e := newOAuthServers(t, config.TypeHTTP, true)
+	c := e.stored(t)
+	c.Token.RefreshToken = ""
+	if err := e.store.Save(c); err != nil {
+		t.Fatal(err)
+	}
+	tokens := oauth.NewTokens(e.store, &oauth.Options{Logger: e.logs.Logger(), Now: e.clock.Now, PollInterval: 10 * time.Millisecond})
+	t.Cleanup(func() { tokens.Close() })
+	o := testOptions(e.logs)
+	o.Auth = tokens
+	e.pool = startPool(t, []config.Server{{Name: "demo", Type: config.TypeHTTP, URL: e.rs.URL}}, o)
+	if st := statusOf(t, e.pool, "demo"); st.State != StateUp {
+		t.Fatalf("state %s: %s", st.State, st.Err)
+	}
+	e.as.ExpireAccessTokens() // revoked at the authorization server
+	_, err := e.pool.CallTool(context.Background(), "demo", "echo", map[string]any{"text": "revoked"})
+	if err == nil || !strings.Contains(err.Error(), "the server refused the access token before it expired") || strings.Contains(err.Error(), "the access token expired") {
+		t.Errorf("call with a revoked token: %v", err)
+	}
+	if got := e.stored(t); !strings.Contains(got.Refused, "before it expired") {
+		t.Errorf("the login file says %q", got.Refused)
+	}
+}

@@ -680,7 +680,14 @@ func (tr *transport) refresh(ctx context.Context, stale string) (string, error) 
 		return disk.Token.AccessToken, nil
 	}
 	if disk.Token.RefreshToken == "" {
-		return "", tr.refuse(disk, "the access token expired and the authorization server gave no refresh token")
+		why := "the access token expired and the authorization server gave no refresh token"
+		if tr.fresh(disk.Token) {
+			// The server's 401 to a token sent before its expiry (fresh
+			// with no refresh token is that): "expired" was not so, while
+			// the status had just said when it would expire.
+			why = "the server refused the access token before it expired (revoked, or the server's clock is ahead) and the authorization server gave no refresh token"
+		}
+		return "", tr.refuse(disk, why)
 	}
 	cfg := &oauth2.Config{
 		ClientID:     disk.Client.ID,

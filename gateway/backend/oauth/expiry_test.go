@@ -63,9 +63,9 @@ func TestExpiryWarningForgotten(t *testing.T) {
 	const url = "http://127.0.0.1:1/mcp"
 	now := time.Now()
 	for server, exp := range map[string]time.Time{
-		"removed": now.Add(oauth.ExpiryWarnWithin + 100*time.Millisecond),
-		"kept":    now.Add(oauth.ExpiryWarnWithin + 500*time.Millisecond), // warned of after "removed" would be
-		"close":   now.Add(oauth.ExpiryWarnWithin / 2),                    // warned of at once
+		"removed": now.Add(oauth.ExpiryWarnWithin + time.Second),           // forgotten well before
+		"kept":    now.Add(oauth.ExpiryWarnWithin + 1500*time.Millisecond), // warned of after "removed" would be
+		"close":   now.Add(oauth.ExpiryWarnWithin / 2),                     // warned of at once
 	} {
 		if err := store.Save(&oauth.Credentials{Server: server, URL: url, Token: oauth.Token{AccessToken: "at", Expiry: exp}}); err != nil {
 			t.Fatal(err)

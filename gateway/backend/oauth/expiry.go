@@ -34,6 +34,22 @@ func (t *Tokens) LoginExpiry(server, url string) (time.Time, bool) {
 type expiryWatch struct {
 	expires time.Time
 	timer   *time.Timer
+	warned  bool // the warning was logged
+}
+
+// Forget stops the expiry warning of server's login (backend.ExpiryKeeper):
+// the server left the gateway (removed from the config, disabled, or its
+// entry changed), and the warning, due later, named a login no server of
+// the gateway used, with a command for a server the config no longer had.
+// A login warned of already is not warned of again when the server
+// comes back with it.
+func (t *Tokens) Forget(server string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if w, ok := t.expiring[server]; ok && !w.warned {
+		w.timer.Stop()
+		delete(t.expiring, server)
+	}
 }
 
 // watchExpiry logs, once per access token, a warning ExpiryWarnWithin
@@ -63,16 +79,29 @@ func (t *Tokens) watchExpiry(server string, c *Credentials) {
 	if d <= 0 {
 		w.timer = time.NewTimer(0)
 		w.timer.Stop()
+		w.warned = true
 		t.warnExpiry(server, exp)
 		return
 	}
 	w.timer = time.AfterFunc(d, func() {
+		t.mu.Lock()
+		current := t.expiring[server] == w
+		t.mu.Unlock()
+		if !current {
+			return // forgotten, or another login's since
+		}
 		// The login may have changed since, with no request to say so.
 		c, err := t.store.Load(server)
 		switch {
 		case err != nil || c == nil || c.Refused != "":
 		case c.Token.Expiry.Equal(exp) && !refreshable(c):
-			t.warnExpiry(server, exp)
+			t.mu.Lock()
+			current = t.expiring[server] == w
+			w.warned = current
+			t.mu.Unlock()
+			if current {
+				t.warnExpiry(server, exp)
+			}
 		default:
 			t.watchExpiry(server, c) // a new login
 		}

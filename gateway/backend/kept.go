@@ -175,7 +175,7 @@ func (k *keptEvents) feed(p []byte) {
 			continue
 		}
 		k.out = append(k.out, part...)
-		if i >= 0 && !k.mid && len(bytes.TrimSuffix(part[:i], []byte("\r"))) == 0 {
+		if i >= 0 && !k.mid && len(eventLine(part)) == 0 {
 			k.reset() // the empty line that ends the event
 			continue
 		}
@@ -185,7 +185,7 @@ func (k *keptEvents) feed(p []byte) {
 
 // endLine ends the line that ends event.
 func (k *keptEvents) endLine() {
-	line := bytes.TrimSuffix(bytes.TrimSuffix(k.event[k.lineAt:], []byte("\n")), []byte("\r"))
+	line := eventLine(k.event[k.lineAt:])
 	at := k.lineAt
 	k.lineAt = len(k.event)
 	if len(line) == 0 {
@@ -196,15 +196,17 @@ func (k *keptEvents) endLine() {
 		k.other = other
 		return
 	}
-	v, ok := bytes.CutPrefix(line, []byte("data:"))
+	v, ok := eventData(line)
 	if !ok {
 		return
 	}
-	from := at + len("data:")
-	if bytes.HasPrefix(v, []byte(" ")) {
-		from++
+	from, to := at, at // an empty value (eventData gives nil)
+	if len(v) > 0 {
+		// v is a part of line (it ends where line's capacity ends),
+		// which starts at at in event.
+		from = at + cap(line) - cap(v)
+		to = from + len(v)
 	}
-	to := at + len(line)
 	k.lines++
 	switch k.lines {
 	case 1:

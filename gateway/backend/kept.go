@@ -107,6 +107,7 @@ type keptEvents struct {
 	lines    int
 	joined   []byte
 	other    bool // its "event:" names another than "message": go-sdk skips it
+	noField  bool // a line of the stream was no field: go-sdk reads no event after it (observeEvents.noField)
 	over     bool // the event is over max: handed on as it comes
 	mid      bool // (over) the bytes handed on last did not end a line
 
@@ -192,6 +193,10 @@ func (k *keptEvents) endLine() {
 		k.dispatch()
 		return
 	}
+	if !isField(line) {
+		k.noField = true
+		return
+	}
 	if other, ok := otherEvent(line); ok {
 		k.other = other
 		return
@@ -225,7 +230,7 @@ func (k *keptEvents) dispatch() {
 		data = k.event[k.from:k.to]
 	}
 	ev := k.event
-	if len(data) > 0 && !k.other {
+	if len(data) > 0 && !k.other && !k.noField {
 		small := k.keep(data)
 		if msg, err := jsonrpc.DecodeMessage(small); err == nil {
 			k.observe(msg)

@@ -196,6 +196,10 @@ type observeEvents struct {
 	size     int  // the event's bytes so far, line ends included
 	over     bool // oversize was called for this event
 	other    bool // its "event:" names another than "message": go-sdk skips it
+	// noField: a line of the stream was no field (no ":"), which go-sdk's
+	// reader fails the stream at: it reads no event after it, so none is
+	// observed.
+	noField bool
 }
 
 func (e *observeEvents) Read(p []byte) (int, error) {
@@ -240,18 +244,27 @@ func eventData(line []byte) (v []byte, ok bool) {
 	return bytes.TrimSpace(v), ok
 }
 
+// isField reports whether line (not empty, without its line end) is a
+// field or a comment of an event stream, as go-sdk's reader takes it: it
+// holds a ":". go-sdk fails the stream at any other line.
+func isField(line []byte) bool { return bytes.IndexByte(line, ':') >= 0 }
+
 func (e *observeEvents) endLine() {
 	line := eventLine(e.line)
 	e.line = e.line[:0]
 	if len(line) == 0 {
 		other := e.other
 		e.size, e.over, e.other = 0, false, false
-		if len(e.data) > 0 && len(e.data) <= e.max && !other {
+		if len(e.data) > 0 && len(e.data) <= e.max && !other && !e.noField {
 			if msg, err := jsonrpc.DecodeMessage(e.data); err == nil {
 				e.observe(msg)
 			}
 		}
 		e.data = e.data[:0]
+		return
+	}
+	if !isField(line) {
+		e.noField = true
 		return
 	}
 	if other, ok := otherEvent(line); ok {

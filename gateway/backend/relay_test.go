@@ -358,6 +358,9 @@ func TestObserveEventsAsGoSDKReads(t *testing.T) {
 		{"CR CR LF ends the event", "data: " + note("a") + "\r\n\r\r\ndata: " + note("b") + "\r\r\n\r\r\n", "a,b"},
 		{"white space around the data", "data:\t" + note("a") + " \t\r\n\r\n", "a"},
 		{"stream of an empty line only", "\n", ""},
+		// go-sdk fails the stream at a line that is no field (no ":"):
+		// it reads no event after it.
+		{"a line that is no field", "data: " + note("a") + "\n\nbogus\n\ndata: " + note("b") + "\n\n", "a"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, chunk := range []int{1, 5, len(tc.stream)} {
@@ -376,5 +379,30 @@ func TestObserveEventsAsGoSDKReads(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestKeptEventsNoField: keptEvents, like observeEvents, observes no event
+// after a line that is no field, where go-sdk's reader fails the stream,
+// and hands the bytes on unchanged.
+func TestKeptEventsNoField(t *testing.T) {
+	note := func(s string) string {
+		return `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"` + s + `"}}`
+	}
+	stream := "data: " + note("a") + "\r\n\r\r\ndata: " + note("b") + "\nbogus\n\ndata: " + note("c") + "\n\n"
+	for _, chunk := range []int{1, 5, len(stream)} {
+		var seen []string
+		k := &keptEvents{rc: io.NopCloser(&chunked{s: stream, n: chunk}), max: 1 << 20, keep: func(b []byte) []byte { return b }, observe: func(m jsonrpc.Message) {
+			var p mcp.LoggingMessageParams
+			if json.Unmarshal(m.(*jsonrpc.Request).Params, &p) == nil {
+				seen = append(seen, fmt.Sprint(p.Data))
+			}
+		}}
+		if out, err := io.ReadAll(k); err != nil || string(out) != stream {
+			t.Fatalf("chunk %d: bytes changed (%v)", chunk, err)
+		}
+		if got := strings.Join(seen, ","); got != "a" {
+			t.Errorf("chunk %d: observed %q, want \"a\", as go-sdk reads them", chunk, got)
+		}
 	}
 }

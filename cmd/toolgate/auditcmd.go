@@ -180,7 +180,7 @@ config file (each record's config).`,
 	}
 	configFlag(cmd, &f.config)
 	cmd.Flags().BoolVarP(&f.follow, "follow", "f", false, "keep printing records as they are written (Ctrl-C ends)")
-	cmd.Flags().StringVar(&f.filter.Key, "key", "", "only the records of this API key (its name)")
+	cmd.Flags().StringVar(&f.filter.Key, "key", "", "only the records of this API key (its name): its calls, and keys create/update/revoke of it")
 	cmd.Flags().StringVar(&f.filter.Tool, "tool", "", "only the records of this tool (server__tool) or action (search_tools)")
 	cmd.Flags().StringVar(&f.filter.Server, "server", "", "only the records of this server: its tools' calls (server__…) and the management actions on it (toolgate__disable_server, servers remove …)")
 	cmd.Flags().StringVar(&f.filter.Profile, "profile", "", "only the records of calls limited to this profile: the route's (/profiles/NAME/mcp), the stdio session's, or the API key's")
@@ -340,13 +340,25 @@ func noAuditRecords(path string, found bool, f auditTailFlags) string {
 // none). A record that cannot be written is reported on stderr, never
 // dropped silently.
 func (g *globals) auditCommand(action, tool, server, what string) {
-	who := "unknown user"
+	g.auditRecord(audit.Record{Action: action, Tool: tool, Server: server, Reason: what})
+}
+
+// auditKeyCommand records a keys command that acted on the API key name
+// (audit tail --key name finds it).
+func (g *globals) auditKeyCommand(action, name, what string) {
+	g.auditRecord(audit.Record{Action: action, ManagedKey: name, Reason: what})
+}
+
+// auditRecord appends r, a command's record: allowed, ok, by the user
+// running it.
+func (g *globals) auditRecord(r audit.Record) {
+	r.Client = "unknown user"
 	if u, err := user.Current(); err == nil {
-		who = u.Username
+		r.Client = u.Username
 	}
-	err := audit.Append(dirs.Audit(g.DataDir()), audit.Record{Transport: "cli", Client: who, Action: action, Tool: tool, Server: server, Decision: audit.Allowed, Outcome: audit.OK, Reason: what})
-	if err != nil {
-		g.logger.Error("audit record lost", "action", action, "tool", tool, "err", err)
+	r.Transport, r.Decision, r.Outcome = "cli", audit.Allowed, audit.OK
+	if err := audit.Append(dirs.Audit(g.DataDir()), r); err != nil {
+		g.logger.Error("audit record lost", "action", r.Action, "tool", r.Tool, "err", err)
 	}
 }
 

@@ -230,15 +230,12 @@ func (g *globals) command(words ...string) string { return g.commandWith("", wor
 
 // commandWith is command for words that name a config file whose dataDir
 // is configDataDir: the command finds that folder on its own. The folder
-// is named in full, as the config file is (loginCommand): a gateway started
-// with --data-dir d1 told to run `… --data-dir d1`, which from another
-// folder (a service's, `toolgate status` run elsewhere) is another data
-// folder.
+// is named in full (dirs.Data makes it absolute), as the config file is
+// (loginCommand): a gateway started with --data-dir d1 told to run `…
+// --data-dir d1`, which from another folder (a service's, `toolgate
+// status` run elsewhere) is another data folder.
 func (g *globals) commandWith(configDataDir string, words ...string) string {
 	if dir := g.DataDir(); dir != dirs.DefaultData(configDataDir) {
-		if abs, err := filepath.Abs(dir); err == nil {
-			dir = abs
-		}
 		words = append(words, "--data-dir", dir)
 	}
 	return shellword.Join(words...)

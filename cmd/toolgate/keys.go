@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/gateway/audit"
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/gateway/keys"
 	"github.com/toolgate/toolgate/index/catalog"
@@ -191,7 +192,7 @@ func runKeysCreate(g *globals, w, errw io.Writer, f keysCreateFlags, now time.Ti
 			}
 		}
 	}
-	g.auditCommand("keys create", "", "", fmt.Sprintf("key %q (%s)", e.Name, describeScope(e)))
+	g.auditKeyCommand(audit.KeysCreate, e.Name, fmt.Sprintf("key %q (%s)", e.Name, describeScope(e)))
 	fmt.Fprintf(w, "Created API key %q (%s), stored in %s as a SHA-256 of its secret.\n", e.Name, describeScope(e), data)
 	fmt.Fprintln(w, "The secret is shown only this once: send it as \"Authorization: Bearer <secret>\".")
 	fmt.Fprintln(w, secret)
@@ -480,7 +481,7 @@ func runKeysRevoke(g *globals, w io.Writer, name, cfgPath string) error {
 	} else if err != nil {
 		return err
 	}
-	g.auditCommand("keys revoke", "", "", fmt.Sprintf("key %q", name))
+	g.auditKeyCommand(audit.KeysRevoke, name, fmt.Sprintf("key %q", name))
 	fmt.Fprintf(w, "Revoked API key %q: a running gateway refuses it from its next request.\n", name)
 	if left, err := keys.Open(data, &keys.Options{File: file}).Any(); err == nil && !left {
 		fmt.Fprintln(w, "That was the last API key: a running gateway now lets no one in over HTTP until a key is created (`toolgate keys create`); started again on a loopback address, a gateway serves without keys.")
@@ -600,7 +601,7 @@ func runKeysUpdate(g *globals, w, errw io.Writer, name string, f keysUpdateFlags
 		fmt.Fprintf(w, "API key %q already had this scope (%s): nothing changed.\n", name, is)
 		return nil
 	}
-	g.auditCommand("keys update", "", "", fmt.Sprintf("key %q: %s → %s", name, was, is))
+	g.auditKeyCommand(audit.KeysUpdate, name, fmt.Sprintf("key %q: %s → %s", name, was, is))
 	fmt.Fprintf(w, "Updated API key %q: %s (was: %s).\n", name, is, was)
 	fmt.Fprintln(w, "Its secret is the same: a running gateway applies the new scope from its next request.")
 	if before.Admin && !after.Admin {

@@ -94,8 +94,13 @@ type Record struct {
 	// name one (as the gateway resolved the name), `toolgate servers
 	// disable` and the others, the console's buttons. A backend's tool
 	// names its server in Tool.
-	Server   string `json:"server,omitempty"`
-	Decision string `json:"decision"`
+	Server string `json:"server,omitempty"`
+	// ManagedKey is the API key a keys command acted on (keys create,
+	// update, revoke: their records' Key is empty, as a command's is), so
+	// that audit tail --key NAME finds them with the key's calls. Records
+	// written before 2026-12-07 name it in Reason alone (ManagedKeyOf).
+	ManagedKey string `json:"managedKey,omitempty"`
+	Decision   string `json:"decision"`
 	// Reason says why a request was not allowed (or what went wrong).
 	Reason string `json:"reason,omitempty"`
 	// Outcome is how an allowed call ended.
@@ -156,7 +161,7 @@ const (
 // kept: it is the hash of the real arguments, which a reader matches.
 func (r *Record) clip() {
 	for _, f := range []*string{&r.Key, &r.Transport, &r.Session, &r.Client, &r.Remote, &r.Profile, &r.KeyProfile, &r.Action, &r.Tool,
-		&r.Server, &r.Decision, &r.Outcome, &r.Route} {
+		&r.Server, &r.ManagedKey, &r.Decision, &r.Outcome, &r.Route} {
 		*f = clipText(mask.Tokens(*f), MaxFieldBytes)
 	}
 	r.ArgumentsSHA256 = clipText(r.ArgumentsSHA256, MaxFieldBytes)

@@ -10,13 +10,16 @@ import (
 	"io/fs"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
 
 // Filter selects records; an empty field matches every record.
 type Filter struct {
-	Key  string // the key's name
+	// Key is an API key's name: the records of its calls (Record.Key) and
+	// those of the keys commands that acted on it (ManagedKeyOf).
+	Key  string
 	Tool string // the tool (server__tool), or the action (search_tools, …)
 	// Server is a server the record's call ran a tool of (server__…) or
 	// that its management action acted on (Record.Server).
@@ -36,13 +39,41 @@ type Filter struct {
 
 // Match reports whether r passes the filter.
 func (f Filter) Match(r Record) bool {
-	return (f.Key == "" || r.Key == f.Key) && (f.Tool == "" || r.Tool == f.Tool || r.Action == f.Tool) &&
+	return (f.Key == "" || r.Key == f.Key || ManagedKeyOf(r) == f.Key) && (f.Tool == "" || r.Tool == f.Tool || r.Action == f.Tool) &&
 		(f.Server == "" || r.Server == f.Server || strings.HasPrefix(r.Tool, f.Server+"__")) &&
 		(f.Profile == "" || r.Profile == f.Profile || r.KeyProfile == f.Profile) &&
 		(f.Since.IsZero() || !r.Time.Before(f.Since)) && (f.Until.IsZero() || r.Time.Before(f.Until)) &&
 		(len(f.Decisions) == 0 || slices.Contains(f.Decisions, r.Decision)) &&
 		(len(f.Outcomes) == 0 || slices.Contains(f.Outcomes, r.Outcome)) &&
 		(f.Config == "" || r.Config == f.Config)
+}
+
+// The actions of the keys commands' records, which name the key they
+// acted on in ManagedKey.
+const (
+	KeysCreate = "keys create"
+	KeysUpdate = "keys update"
+	KeysRevoke = "keys revoke"
+)
+
+// ManagedKeyOf is the API key a keys command's record says it acted on:
+// its ManagedKey, or for a record written before that field (2026-12-07)
+// the name its reason begins with (`key "carol": …`), as those commands
+// wrote it; "" for any other record.
+func ManagedKeyOf(r Record) string {
+	if r.ManagedKey != "" || r.Transport != "cli" || (r.Action != KeysCreate && r.Action != KeysUpdate && r.Action != KeysRevoke) {
+		return r.ManagedKey
+	}
+	rest, ok := strings.CutPrefix(r.Reason, "key ")
+	if !ok {
+		return ""
+	}
+	q, err := strconv.QuotedPrefix(rest)
+	if err != nil {
+		return ""
+	}
+	name, _ := strconv.Unquote(q)
+	return name
 }
 
 // Decisions and Outcomes are the values of a record's decision and

@@ -107,6 +107,7 @@ type keptEvents struct {
 	lines    int
 	joined   []byte
 	other    bool // its "event:" names another than "message": go-sdk skips it
+	noField  bool // a line of the stream was no field: go-sdk reads no event after it (observeEvents.noField)
 	over     bool // the event is over max: handed on as it comes
 	mid      bool // (over) the bytes handed on last did not end a line
 
@@ -175,7 +176,7 @@ func (k *keptEvents) feed(p []byte) {
 			continue
 		}
 		k.out = append(k.out, part...)
-		if i >= 0 && !k.mid && len(bytes.TrimSuffix(part[:i], []byte("\r"))) == 0 {
+		if i >= 0 && !k.mid && len(eventLine(part)) == 0 {
 			k.reset() // the empty line that ends the event
 			continue
 		}
@@ -185,26 +186,32 @@ func (k *keptEvents) feed(p []byte) {
 
 // endLine ends the line that ends event.
 func (k *keptEvents) endLine() {
-	line := bytes.TrimSuffix(bytes.TrimSuffix(k.event[k.lineAt:], []byte("\n")), []byte("\r"))
+	line := eventLine(k.event[k.lineAt:])
 	at := k.lineAt
 	k.lineAt = len(k.event)
 	if len(line) == 0 {
 		k.dispatch()
 		return
 	}
+	if !isField(line) {
+		k.noField = true
+		return
+	}
 	if other, ok := otherEvent(line); ok {
 		k.other = other
 		return
 	}
-	v, ok := bytes.CutPrefix(line, []byte("data:"))
+	v, ok := eventData(line)
 	if !ok {
 		return
 	}
-	from := at + len("data:")
-	if bytes.HasPrefix(v, []byte(" ")) {
-		from++
+	from, to := at, at // an empty value (eventData gives nil)
+	if len(v) > 0 {
+		// v is a part of line (it ends where line's capacity ends),
+		// which starts at at in event.
+		from = at + cap(line) - cap(v)
+		to = from + len(v)
 	}
-	to := at + len(line)
 	k.lines++
 	switch k.lines {
 	case 1:
@@ -223,7 +230,7 @@ func (k *keptEvents) dispatch() {
 		data = k.event[k.from:k.to]
 	}
 	ev := k.event
-	if len(data) > 0 && !k.other {
+	if len(data) > 0 && !k.other && !k.noField {
 		small := k.keep(data)
 		if msg, err := jsonrpc.DecodeMessage(small); err == nil {
 			k.observe(msg)

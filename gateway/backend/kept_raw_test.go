@@ -97,6 +97,13 @@ func TestKeptEventsAsGoSDKReads(t *testing.T) {
 		{"no empty line at the end", result, func(a string) string { return "id: 1\ndata: " + a + "\n" }},
 		{"no line end at the end", result, func(a string) string { return "data: " + a }},
 		{"long number, no empty line at the end", long, func(a string) string { return "data: " + a + "\r\n" }},
+		// go-sdk trims every CR off a line's end: "\r\r\n" is an empty
+		// line, which ends the log message's event; keptEvents read on,
+		// the answer's data joined to the message's, neither kept.
+		{"long number after an event ended by CR CR LF", long, func(a string) string {
+			return "data: " + `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"}}` + "\r\n\r\r\ndata: " + a + "\r\n\r\n"
+		}},
+		{"long number, white space around the data", long, func(a string) string { return "data:\t" + a + " \t\n\n" }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := startPool(t, []config.Server{rawEventServer(t, tc.result, tc.stream)}, testOptions(nil))

@@ -332,7 +332,7 @@ type Status struct {
 	Transport string    `json:"transport"` // stdio | http | sse
 	State     State     `json:"state"`
 	Err       string    `json:"error,omitempty"`     // why it is down
-	LastErr   string    `json:"lastError,omitempty"` // the latest failure, kept after a restart
+	LastErr   string    `json:"lastError,omitempty"` // the latest failure, kept after a restart (Once: but the one Err says)
 	Tools     int       `json:"tools"`               // tools known (kept while down)
 	InFlight  int       `json:"inFlight"`            // tool calls under way: from dispatch until the answer or error
 	Since     time.Time `json:"since"`               // when State last changed
@@ -366,6 +366,18 @@ type Status struct {
 	// Status decoded or made by hand), and then ForKey hides the whole text.
 	ErrForKey     string `json:"-"`
 	LastErrForKey string `json:"-"`
+}
+
+// Once is st as reports show it (GET /status, toolgate__server_status and
+// list_servers): LastErr left out while it says what Err says, the
+// backend down for the latest failure, which is said once, in "error";
+// "lastError" is then a failure Err does not say: the one it came back up
+// from, a call that timed out while up.
+func (st Status) Once() Status {
+	if st.LastErr == st.Err {
+		st.LastErr, st.LastErrForKey = "", ""
+	}
+	return st
 }
 
 // HiddenFromKey stands, in what an API key that is not admin sees, for a

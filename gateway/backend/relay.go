@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"slices"
 	"strconv"
@@ -176,10 +177,11 @@ func (c *observeConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 // observeEvents reads an event stream (a streamable HTTP response body) for
 // go-sdk and hands each event's message to observe as soon as the event is
 // complete, before the bytes that follow it are returned: a notification is
-// observed before go-sdk can read the result behind it. It follows the SSE
-// format as far as MCP uses it: "data:" lines joined by newlines, an event
-// ended by an empty line, one named other than "message" skipped as go-sdk
-// skips it (otherEvent), other fields ignored.
+// observed before go-sdk can read the result behind it. It reads the SSE
+// format as go-sdk's reader does (eventLine, eventData): "data:" lines
+// joined by newlines, an event ended by an empty line or by the end of the
+// stream, one named other than "message" skipped as go-sdk skips it
+// (otherEvent), other fields ignored.
 type observeEvents struct {
 	rc      io.ReadCloser
 	observe func(jsonrpc.Message)
@@ -194,6 +196,10 @@ type observeEvents struct {
 	size     int  // the event's bytes so far, line ends included
 	over     bool // oversize was called for this event
 	other    bool // its "event:" names another than "message": go-sdk skips it
+	// noField: a line of the stream was no field (no ":"), which go-sdk's
+	// reader fails the stream at: it reads no event after it, so none is
+	// observed.
+	noField bool
 }
 
 func (e *observeEvents) Read(p []byte) (int, error) {
@@ -213,16 +219,43 @@ func (e *observeEvents) Read(p []byte) (int, error) {
 		}
 		e.endLine()
 	}
+	if errors.Is(err, io.EOF) {
+		// go-sdk's reader takes the line and the event a stream ends in
+		// without their line ends as ended.
+		if len(e.line) > 0 {
+			e.endLine()
+		}
+		e.endLine() // the empty line
+	}
 	return n, err
 }
 
+// eventLine is a line of an event stream without its line end, as go-sdk's
+// reader takes it: every CR and LF trimmed off its end, so that "\r\r\n"
+// is an empty line, which ends an event. (The SSE standard ends a line at
+// a CR alone too, which go-sdk does not: toolgate reads what go-sdk reads.)
+func eventLine(line []byte) []byte { return bytes.TrimRight(line, "\r\n") }
+
+// eventData is the value of a "data:" line (without its line end), as
+// go-sdk's reader takes it: trimmed of white space; ok is false for
+// another field.
+func eventData(line []byte) (v []byte, ok bool) {
+	v, ok = bytes.CutPrefix(line, []byte("data:"))
+	return bytes.TrimSpace(v), ok
+}
+
+// isField reports whether line (not empty, without its line end) is a
+// field or a comment of an event stream, as go-sdk's reader takes it: it
+// holds a ":". go-sdk fails the stream at any other line.
+func isField(line []byte) bool { return bytes.IndexByte(line, ':') >= 0 }
+
 func (e *observeEvents) endLine() {
-	line := bytes.TrimSuffix(e.line, []byte("\r"))
+	line := eventLine(e.line)
 	e.line = e.line[:0]
 	if len(line) == 0 {
 		other := e.other
 		e.size, e.over, e.other = 0, false, false
-		if len(e.data) > 0 && len(e.data) <= e.max && !other {
+		if len(e.data) > 0 && len(e.data) <= e.max && !other && !e.noField {
 			if msg, err := jsonrpc.DecodeMessage(e.data); err == nil {
 				e.observe(msg)
 			}
@@ -230,15 +263,19 @@ func (e *observeEvents) endLine() {
 		e.data = e.data[:0]
 		return
 	}
+	if !isField(line) {
+		e.noField = true
+		return
+	}
 	if other, ok := otherEvent(line); ok {
 		e.other = other
 		return
 	}
-	if v, ok := bytes.CutPrefix(line, []byte("data:")); ok {
+	if v, ok := eventData(line); ok {
 		if len(e.data) > 0 {
 			e.data = append(e.data, '\n')
 		}
-		e.data = append(e.data, bytes.TrimPrefix(v, []byte(" "))...)
+		e.data = append(e.data, v...)
 	}
 }
 

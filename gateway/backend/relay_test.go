@@ -337,3 +337,72 @@ func relayMasking(t *testing.T, secret string) (rec *recorder, token string, not
 		c.observe(&jsonrpc.Request{Method: method, Params: b})
 	}
 }
+
+// TestObserveEventsAsGoSDKReads: the events observed are those go-sdk's
+// reader yields: one the stream ends in without its empty line (or its
+// last line's end) is one, as is an event ended by a line of CRs before
+// its LF ("\r\r\n": go-sdk trims every CR and LF off a line's end, so that
+// line is empty); a data value is trimmed of white space as go-sdk trims
+// it. Both were missed: the last event was never observed, and the next
+// event's data joined to the one before, neither decoded.
+func TestObserveEventsAsGoSDKReads(t *testing.T) {
+	note := func(s string) string {
+		return `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"` + s + `"}}`
+	}
+	for _, tc := range []struct {
+		name, stream, want string
+	}{
+		{"no empty line at the end", "data: " + note("a") + "\n\ndata: " + note("b") + "\n", "a,b"},
+		{"no line end at the end", "data: " + note("a") + "\r\n\r\ndata: " + note("b"), "a,b"},
+		{"CRLF, no empty line at the end", "data: " + note("a") + "\r\n", "a"},
+		{"CR CR LF ends the event", "data: " + note("a") + "\r\n\r\r\ndata: " + note("b") + "\r\r\n\r\r\n", "a,b"},
+		{"white space around the data", "data:\t" + note("a") + " \t\r\n\r\n", "a"},
+		{"stream of an empty line only", "\n", ""},
+		// go-sdk fails the stream at a line that is no field (no ":"):
+		// it reads no event after it.
+		{"a line that is no field", "data: " + note("a") + "\n\nbogus\n\ndata: " + note("b") + "\n\n", "a"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, chunk := range []int{1, 5, len(tc.stream)} {
+				var seen []string
+				e := &observeEvents{rc: io.NopCloser(&chunked{s: tc.stream, n: chunk}), max: 1 << 20, observe: func(m jsonrpc.Message) {
+					var p mcp.LoggingMessageParams
+					if json.Unmarshal(m.(*jsonrpc.Request).Params, &p) == nil {
+						seen = append(seen, fmt.Sprint(p.Data))
+					}
+				}}
+				if out, err := io.ReadAll(e); err != nil || string(out) != tc.stream {
+					t.Fatalf("chunk %d: bytes changed (%v)", chunk, err)
+				}
+				if got := strings.Join(seen, ","); got != tc.want {
+					t.Errorf("chunk %d: observed %q, want %q, as go-sdk reads them", chunk, got, tc.want)
+				}
+			}
+		})
+	}
+}
+
+// TestKeptEventsNoField: keptEvents, like observeEvents, observes no event
+// after a line that is no field, where go-sdk's reader fails the stream,
+// and hands the bytes on unchanged.
+func TestKeptEventsNoField(t *testing.T) {
+	note := func(s string) string {
+		return `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"` + s + `"}}`
+	}
+	stream := "data: " + note("a") + "\r\n\r\r\ndata: " + note("b") + "\nbogus\n\ndata: " + note("c") + "\n\n"
+	for _, chunk := range []int{1, 5, len(stream)} {
+		var seen []string
+		k := &keptEvents{rc: io.NopCloser(&chunked{s: stream, n: chunk}), max: 1 << 20, keep: func(b []byte) []byte { return b }, observe: func(m jsonrpc.Message) {
+			var p mcp.LoggingMessageParams
+			if json.Unmarshal(m.(*jsonrpc.Request).Params, &p) == nil {
+				seen = append(seen, fmt.Sprint(p.Data))
+			}
+		}}
+		if out, err := io.ReadAll(k); err != nil || string(out) != stream {
+			t.Fatalf("chunk %d: bytes changed (%v)", chunk, err)
+		}
+		if got := strings.Join(seen, ","); got != "a" {
+			t.Errorf("chunk %d: observed %q, want \"a\", as go-sdk reads them", chunk, got)
+		}
+	}
+}

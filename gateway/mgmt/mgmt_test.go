@@ -209,6 +209,17 @@ func TestListAndStatus(t *testing.T) {
 	if txt := resText(res); !strings.Contains(txt, "pid 42") || !strings.Contains(txt, "a says ***") {
 		t.Errorf("server_status: %s", txt)
 	}
+	// b is down (disabled at run time here, so enabled for this): its
+	// latest failure is why, said once, in error.
+	rt.pol.Put(policy.NewDisabled(nil))
+	res = run(t, s, http, "server_status", map[string]any{"name": "b"})
+	if in := res.StructuredContent.(ServerInfo); in.Error != "connection refused" || in.LastError != "" {
+		t.Errorf("server_status b: error %q, lastError %q; want the failure once, in error", in.Error, in.LastError)
+	}
+	if txt := resText(res); strings.Count(txt, "connection refused") != 1 {
+		t.Errorf("server_status b says its error %d times:\n%s", strings.Count(txt, "connection refused"), txt)
+	}
+	rt.pol.Put(policy.NewDisabled([]string{"b"}))
 	if res := run(t, s, http, "server_status", map[string]any{"name": "zz"}); !res.IsError || !strings.Contains(resText(res), "servers: a, b, c") {
 		t.Errorf("server_status zz: %s", resText(res))
 	}

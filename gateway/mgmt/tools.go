@@ -203,6 +203,7 @@ func (s *Server) infos(c *policy.Caller, sight *policy.Sight) []ServerInfo {
 				// of each server, as GET /status tells it.
 				info.Tools = sight.Tools(sv.Name)
 			}
+			st = st.Once()
 			info.Error, info.LastError = st.Err, st.LastErr
 			info.Since, info.PID, info.Protocol, info.InFlight = st.Since, st.PID, st.Protocol, st.InFlight
 		default:
@@ -447,7 +448,7 @@ func (s *Server) serverStatus(_ context.Context, c *policy.Caller, a serverArgs)
 	if in.Error != "" {
 		fmt.Fprintf(&b, "error: %s\n", in.Error)
 	}
-	if in.LastError != "" && in.LastError != in.Error {
+	if in.LastError != "" {
 		fmt.Fprintf(&b, "last error: %s\n", in.LastError)
 	}
 	if len(in.Stderr) > 0 {

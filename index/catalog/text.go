@@ -193,14 +193,20 @@ func LeadSentence(desc string) string {
 }
 
 // ParamsText is what the BM25 "params" field holds: parameter names (the
-// analyzer splits them) and descriptions.
+// analyzer splits them) and descriptions, cut at MaxDescription as a
+// tool's description is (the parameters past it left out): the keyword
+// index keeps some 150 times the bytes of a long word (a parameter
+// description of 1 MB kept 153 MB of heap), and a server's schemas may
+// hold megabytes.
 func ParamsText(t Tool) string {
 	var b strings.Builder
 	for _, p := range schemaParams(t.InputSchema) {
-		b.WriteString(p.Name)
-		b.WriteString(" ")
-		b.WriteString(p.Description)
-		b.WriteString("\n")
+		line := p.Name + " " + p.Description + "\n"
+		if b.Len()+len(line) > MaxDescription {
+			b.WriteString(CutBytes(line, MaxDescription-b.Len()))
+			break
+		}
+		b.WriteString(line)
 	}
 	return b.String()
 }

@@ -1,8 +1,11 @@
 package catalog
 
 import (
+	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/toolgate/toolgate/models"
 )
@@ -74,5 +77,30 @@ func TestRequestView(t *testing.T) {
 func TestRequestPrefixIsQueryPrefix(t *testing.T) {
 	if got := models.Manifest().Model.QueryPrefix; got != RequestPrefix {
 		t.Fatalf("models/manifest.json query_prefix %q, catalog.RequestPrefix %q: change both or neither", got, RequestPrefix)
+	}
+}
+
+// TestParamsTextBounded: the parameters' text the keyword index reads is
+// cut at MaxDescription, as a tool's description is: a 1 MB parameter
+// description went whole into the index, where a long word costs some 150
+// times its size (1 MB of "x": 153 MB of heap kept by the index built).
+// Parameters past the cut are left out; those before it are whole.
+func TestParamsTextBounded(t *testing.T) {
+	big := strings.Repeat("é", MaxDescription) // two bytes each: a cut at a character's start
+	schema, _ := json.Marshal(map[string]any{"type": "object", "properties": map[string]any{
+		"a": map[string]any{"type": "string", "description": "the first"},
+		"b": map[string]any{"type": "string", "description": big},
+		"c": map[string]any{"type": "string", "description": "after"},
+	}})
+	got := ParamsText(Tool{Name: "t", InputSchema: schema})
+	if len(got) > MaxDescription || !utf8.ValidString(got) {
+		t.Errorf("params text of %d bytes (valid UTF-8: %v), want at most %d", len(got), utf8.ValidString(got), MaxDescription)
+	}
+	if !strings.HasPrefix(got, "a the first\nb éé") || strings.Contains(got, "after") {
+		t.Errorf("params text %q…, want a's whole, b's cut, c's left out", got[:min(len(got), 40)])
+	}
+	small, _ := json.Marshal(map[string]any{"type": "object", "properties": map[string]any{"path": map[string]any{"type": "string", "description": "where"}}})
+	if got := ParamsText(Tool{Name: "t", InputSchema: small}); got != "path where\n" {
+		t.Errorf("params text %q, want it as before", got)
 	}
 }

@@ -48,12 +48,24 @@ func first(vals ...string) string {
 // Data is the per-user data folder (index, embedding cache, models):
 // flag, else $TOOLGATE_DATA_DIR, else config (the config file's dataDir),
 // else $XDG_DATA_HOME/toolgate, else ~/.local/share/toolgate. Deleting it
-// is always safe: everything in it is rebuilt.
+// is always safe: everything in it is rebuilt. A relative one is made
+// absolute against the working folder (absolute): what names it (GET
+// /status' storage.dataDir, the commands toolgate prints) then names it
+// from any folder.
 func Data(flag, config string) string {
 	if d := first(flag, os.Getenv(EnvData)); d != "" {
-		return ExpandHome(d)
+		return absolute(ExpandHome(d))
 	}
 	return DefaultData(config)
+}
+
+// absolute is p made absolute against the working folder, or p when that
+// cannot be known (removed under the process).
+func absolute(p string) string {
+	if abs, err := filepath.Abs(p); err == nil {
+		return abs
+	}
+	return p
 }
 
 // DefaultData is the data folder when neither a flag nor $TOOLGATE_DATA_DIR
@@ -62,7 +74,7 @@ func Data(flag, config string) string {
 // user to run passes --data-dir when Data differs from it.)
 func DefaultData(config string) string {
 	if config != "" {
-		return ExpandHome(config)
+		return absolute(ExpandHome(config))
 	}
 	if d := os.Getenv("XDG_DATA_HOME"); d != "" {
 		return filepath.Join(d, "toolgate")

@@ -247,3 +247,23 @@ func TestDataInTemp(t *testing.T) {
 		}
 	}
 }
+
+// TestDataRelative: a relative data folder (--data-dir data,
+// $TOOLGATE_DATA_DIR=data) is made absolute against the working folder
+// when it is read, so that what the gateway says of it (GET /status'
+// storage.dataDir, toolgate status, the commands it prints) names that
+// folder from any other: it said "data", another folder from elsewhere.
+func TestDataRelative(t *testing.T) {
+	clearEnv(t)
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := dirs.Data("data", ""), filepath.Join(wd, "data"); got != want {
+		t.Errorf("--data-dir data: %q, want %q", got, want)
+	}
+	t.Setenv(dirs.EnvData, "./env/../d2")
+	if got, want := dirs.Data("", ""), filepath.Join(wd, "d2"); got != want {
+		t.Errorf("$TOOLGATE_DATA_DIR=./env/../d2: %q, want %q", got, want)
+	}
+}

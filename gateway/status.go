@@ -506,7 +506,7 @@ func BuildStatusReport(sts []backend.Status, version string, started, now time.T
 			rep.Up++
 		}
 		st.Since = st.Since.UTC()
-		rep.Backends = append(rep.Backends, BackendStatus{Status: st.Once(), For: d.Round(time.Second).String(), ForSeconds: d.Seconds()})
+		rep.Backends = append(rep.Backends, BackendStatus{Status: st, For: d.Round(time.Second).String(), ForSeconds: d.Seconds()})
 	}
 	return rep
 }

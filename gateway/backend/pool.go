@@ -332,7 +332,7 @@ type Status struct {
 	Transport string    `json:"transport"` // stdio | http | sse
 	State     State     `json:"state"`
 	Err       string    `json:"error,omitempty"`     // why it is down
-	LastErr   string    `json:"lastError,omitempty"` // the latest failure, kept after a restart (Once: but the one Err says)
+	LastErr   string    `json:"lastError,omitempty"` // the latest failure, kept after a restart (Once: in the management tools, but the one Err says)
 	Tools     int       `json:"tools"`               // tools known (kept while down)
 	InFlight  int       `json:"inFlight"`            // tool calls under way: from dispatch until the answer or error
 	Since     time.Time `json:"since"`               // when State last changed
@@ -368,11 +368,13 @@ type Status struct {
 	LastErrForKey string `json:"-"`
 }
 
-// Once is st as reports show it (GET /status, toolgate__server_status and
-// list_servers): LastErr left out while it says what Err says, the
-// backend down for the latest failure, which is said once, in "error";
+// Once is st as the management tools show it to an agent
+// (toolgate__server_status, list_servers): LastErr left out while it says
+// what Err says, the backend down for the latest failure, which is said
+// once, in "error" (a server's stderr lines twice cost the agent tokens);
 // "lastError" is then a failure Err does not say: the one it came back up
-// from, a call that timed out while up.
+// from, a call that timed out while up. GET /status keeps both, as scripts
+// that select on "lastError" read it.
 func (st Status) Once() Status {
 	if st.LastErr == st.Err {
 		st.LastErr, st.LastErrForKey = "", ""

@@ -42,6 +42,12 @@ type Options struct {
 	// ModelDir holds model.onnx / model_int8.onnx and tokenizer.json
 	// (<models dir>/all-MiniLM-L6-v2).
 	ModelDir string
+	// InstalledModelDir is another model folder that holds the files (the
+	// default data folder's, which make deps and a bare `toolgate models
+	// fetch` fill), named in the fix when ModelDir lacks them: a gateway
+	// given a --data-dir of its own looks in that folder's models/, and
+	// was told to download the model again there. "" names none.
+	InstalledModelDir string
 	// Variant is fp32 (default) or int8.
 	Variant Variant
 	// Threads is ONNX Runtime's intra-op thread count per session.

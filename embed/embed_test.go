@@ -382,6 +382,33 @@ func TestLocateMissing(t *testing.T) {
 			}
 		})
 	}
+	// Installed in another folder (the default data folder's, where make
+	// deps put them, for a gateway given a --data-dir of its own): that
+	// copy is named beside the download, once it holds the files.
+	installedModels := filepath.Join(dir, "installed")
+	installed := filepath.Join(installedModels, ModelName)
+	empty := filepath.Join(dir, "empty", ModelName)
+	if err := os.MkdirAll(empty, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	useCopy := "or, without a download, use the copy installed in " + installedModels + ": --model-dir " + installedModels + " (or $TOOLGATE_MODELS_DIR"
+	for _, files := range [][]string{nil, {"model.onnx"}, {"model.onnx", "tokenizer.json"}} {
+		for _, f := range files {
+			if err := os.MkdirAll(installed, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(installed, f), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_, err := Locate(&Options{ORTLib: lib, ModelDir: empty, InstalledModelDir: installed})
+		if !errors.Is(err, ErrMissing) || !strings.Contains(err.Error(), "toolgate models fetch --variant fp32 --dir "+filepath.Dir(empty)) {
+			t.Fatalf("with %v installed elsewhere: %v; want the download named", files, err)
+		}
+		if named := strings.Contains(err.Error(), useCopy); named != (len(files) == 2) {
+			t.Errorf("with %v installed elsewhere: %v; want the copy there named (%q) only once it holds both files", files, err, useCopy)
+		}
+	}
 	if _, err := Locate(&Options{Variant: "fp16"}); err == nil || !strings.Contains(err.Error(), "fp32 or int8") {
 		t.Errorf("bad variant: %v", err)
 	}

@@ -125,6 +125,9 @@ type Paths struct {
 	Model     string
 	Tokenizer string
 	Variant   Variant
+	// Installed is Options.InstalledModelDir when it holds the variant's
+	// files: FixModel names it first.
+	Installed string
 }
 
 // Locate resolves the files an Embedder loads from opts.ORTLib and
@@ -146,6 +149,10 @@ func Locate(opts *Options) (Paths, error) {
 	p := Paths{ORTLib: o.ORTLib, ModelDir: o.ModelDir, Variant: v}
 	p.Model = filepath.Join(p.ModelDir, v.ModelFile())
 	p.Tokenizer = filepath.Join(p.ModelDir, TokenizerFile)
+	if d := o.InstalledModelDir; d != "" && filepath.Clean(d) != filepath.Clean(p.ModelDir) &&
+		regularFile(filepath.Join(d, v.ModelFile())) == nil && regularFile(filepath.Join(d, TokenizerFile)) == nil {
+		p.Installed = d
+	}
 
 	if err := regularFile(p.ORTLib); err != nil {
 		return p, missing("ONNX Runtime library", p.ORTLib, FixORT, err)
@@ -182,7 +189,18 @@ func (p Paths) FixModel() string {
 	if filepath.Base(dir) == ModelName {
 		dir = filepath.Dir(dir) // the models folder above the model's
 	}
-	return models.FetchCommand(string(p.Variant), dir)
+	fetch := models.FetchCommand(string(p.Variant), dir)
+	if p.Installed == "" {
+		return fetch
+	}
+	// The files are installed elsewhere: pointing at them spares a
+	// download of 90 MiB.
+	installed := p.Installed
+	if filepath.Base(installed) == ModelName {
+		installed = filepath.Dir(installed)
+	}
+	return fmt.Sprintf("%s; or, without a download, use the copy installed in %s: --model-dir %s (or $TOOLGATE_MODELS_DIR, or toolgate.embed.modelDir)",
+		fetch, installed, shellword.Join(installed))
 }
 
 func regularFile(path string) error {

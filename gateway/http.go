@@ -288,7 +288,7 @@ func (g *Gateway) httpMux(o HTTPOptions, mcpHandler http.Handler) *servemux.Mux 
 		if g.opts.Building != nil {
 			if err := g.opts.Building(); err != nil {
 				w.WriteHeader(http.StatusServiceUnavailable)
-				fmt.Fprintf(w, "not ready: %v\n", err)
+				fmt.Fprintf(w, "%s %v\n", NotReadyPrefix, err)
 				return
 			}
 		}

@@ -36,9 +36,14 @@ type Starting struct {
 	once  sync.Once
 }
 
+// NotReadyPrefix begins every answer of the probes other than 200 ("not
+// ready: starting: …", "not ready: the tool index is being built …"):
+// `toolgate health` tells a gateway's probe from another program's by it.
+const NotReadyPrefix = "not ready:"
+
 // StartingPrefix begins the answer of every route but the MCP ones while
 // the gateway starts, /readyz's included ("not ready: starting: …").
-const StartingPrefix = "not ready: starting"
+const StartingPrefix = NotReadyPrefix + " starting"
 
 // StartingRetryAfter is the Retry-After, in seconds, of the 503 that a
 // request waiting for a start gets when the gateway stops instead: about

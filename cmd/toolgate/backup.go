@@ -29,8 +29,9 @@ import (
 func init() { register(newBackupCmd) }
 
 func newBackupCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
-		Use:   "backup DIR",
+	var path string
+	cmd := &cobra.Command{
+		Use:   "backup DIR [--config FILE]",
 		Short: "Copy what cannot be made again of the data folder into a new folder, while gateways run",
 		Long: `Copy into DIR (a new folder) what of the data folder cannot be made again:
 the API keys, the quarantine pins, state.json, the logins (auth/), the audit log
@@ -39,13 +40,23 @@ holds them when one runs (a copy of their files taken meanwhile may not open);
 the other files are written whole, so their copies are too. The index, the
 embedding cache and the models are left out: they are made again.
 
+The data folder is --data-dir's, else $TOOLGATE_DATA_DIR's, else the dataDir
+of --config (or $TOOLGATE_CONFIG), as serve reads it, else the default one.
+
 DIR is a data folder itself (toolgate --data-dir DIR keys list reads it). To
 restore, stop the gateways on the data folder and put DIR in its place.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			// A team's gateway keeps its data folder in its config
+			// (toolgate.dataDir): -c gives it, as to keys, audit, logs.
+			if _, err := dataFolderConfig(g, path); err != nil {
+				return err
+			}
 			return runBackup(cmd.Context(), g, dirs.ExpandHome(args[0]), cmd.OutOrStdout(), g.logger)
 		},
 	}
+	configFlag(cmd, &path)
+	return cmd
 }
 
 // backupTrailer is the trailer of a learned-pairs backup streamed by the

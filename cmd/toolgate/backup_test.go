@@ -112,3 +112,39 @@ func TestBackupThroughHolder(t *testing.T) {
 		t.Errorf("pairs through the holder: %d, want 1", n)
 	}
 }
+
+// TestBackupConfig: `toolgate backup DIR -c team.json` backs up the data
+// folder of the config's toolgate.dataDir, as `-c team.json` gives every
+// other command of a team's gateway (keys, audit, logs, servers); it was
+// an unknown flag (`unknown shorthand flag: 'c' in -c`), and without it
+// backup copied the default data folder, not the gateway's.
+func TestBackupConfig(t *testing.T) {
+	dir := t.TempDir()
+	data, xdg := filepath.Join(dir, "team"), filepath.Join(dir, "xdg")
+	key := `{"name":"carol","sha256":"` + strings.Repeat("b", 64) + `","created":"2026-12-07T22:40:00Z"}` + "\n"
+	if err := os.MkdirAll(data, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(data, "keys.jsonl"), []byte(key), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := writeConfig(t, `{"mcpServers": {}, "toolgate": {"dataDir": "`+data+`"}}`)
+	for _, tc := range []struct {
+		name string
+		env  []string
+		args []string
+	}{
+		{"-c", nil, []string{"-c", cfg}},
+		{"$TOOLGATE_CONFIG", []string{"TOOLGATE_CONFIG=" + cfg}, nil},
+	} {
+		dst := filepath.Join(t.TempDir(), "backup")
+		out, err := configCmd(t, xdg, tc.env, append([]string{"backup", dst}, tc.args...)...)
+		if err != nil || !strings.Contains(out, "backup of "+data+" in "+dst) {
+			t.Errorf("backup with %s: %v\n%s\nwant the backup of the config's data folder %s", tc.name, err, out, data)
+			continue
+		}
+		if b, err := os.ReadFile(filepath.Join(dst, "keys.jsonl")); err != nil || string(b) != key {
+			t.Errorf("backup with %s: keys.jsonl %q, %v; want the team's key", tc.name, b, err)
+		}
+	}
+}

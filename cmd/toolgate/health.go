@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/gateway/backend"
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/internal/proxyenv"
 )
@@ -170,6 +171,14 @@ func runHealth(ctx context.Context, w io.Writer, f healthFlags) error {
 			return fmt.Errorf("%s (%s from %s): that gateway cannot say yet which config it serves%s, so it may be another config's: `toolgate status --addr %s` names its config once it has started",
 				line, resp.Status, u, noneLocal, u.Host)
 		}
+		if !strings.HasPrefix(line, gateway.NotReadyPrefix) {
+			// A gateway's probe answers without a key, and otherwise
+			// than 200 only "not ready: …": this answer is another
+			// program's (a port taken by something else, a proxy's
+			// error page). It read "(401 Unauthorized from …)", its
+			// empty body said as the gateway's words, or a page's HTML.
+			return notAProbeAnswer(resp, body, u)
+		}
 		return fmt.Errorf("%s (%s from %s)", line, resp.Status, u)
 	}
 	_, err = fmt.Fprintf(w, "%s (%s)\n", line, u)
@@ -190,4 +199,15 @@ func sameConfig(ctx context.Context, front frontTarget, u *url.URL, config, none
 		return true, errors.New(strings.ReplaceAll(err.Error(), "\n", " ")) // in one line, as health's every answer
 	}
 	return len(served) > 0, nil
+}
+
+// notAProbeAnswer says that u answered what no gateway's probe answers, with
+// what its body says (a JSON message, a page's title, a text's start).
+func notAProbeAnswer(resp *http.Response, body []byte, u *url.URL) error {
+	says := "with no text"
+	if b := backend.BodySays(resp.Header.Get("Content-Type"), body); b != "" {
+		says = fmt.Sprintf("(%q)", b)
+	}
+	return fmt.Errorf("%s answered %s %s, which is not a toolgate gateway's probe (it needs no API key, and answers ok, ready or %q): another program listens at %s, or a proxy in front of the gateway answered: check --addr (toolgate status --addr %s says whether a gateway serves there)",
+		u, resp.Status, says, gateway.NotReadyPrefix+" …", u.Host, u.Host)
 }

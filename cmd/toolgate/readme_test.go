@@ -416,3 +416,41 @@ func TestREADMERoutes(t *testing.T) {
 var methodShown = map[string]bool{
 	"PUT /status": true, // 405 with Allow: GET, HEAD
 }
+
+// TestREADMETeamTasksNameTheConfig holds the README's table of a team's
+// common tasks to its own rule: `-c team.json` gives every command the
+// gateway's data folder (toolgate.dataDir), so each command of the table
+// that takes --config is written with it. `toolgate keys revoke bob` and
+// `audit tail --key bob` were written without, and looked in the default
+// data folder: `no such key named "bob"`.
+func TestREADMETeamTasksNameTheConfig(t *testing.T) {
+	root, _ := newRootCmd(nil)
+	lines := readmeLines(t)
+	start := slices.Index(lines, "### A team's gateway: the common tasks")
+	if start < 0 {
+		t.Fatal(`README.md: no "### A team's gateway: the common tasks"`)
+	}
+	checked := 0
+	for i := start + 1; i < len(lines) && !strings.HasPrefix(lines[i], "#"); i++ {
+		if !strings.HasPrefix(lines[i], "| ") {
+			continue
+		}
+		for _, m := range codeSpan.FindAllStringSubmatch(lines[i], -1) {
+			words := strings.Fields(m[1])
+			if len(words) == 0 || words[0] != "toolgate" {
+				continue
+			}
+			cmd, _ := resolve(root, words[1:])
+			if cmd == nil || cmd.Flags().Lookup("config") == nil {
+				continue
+			}
+			checked++
+			if !slices.Contains(words, "-c") && !slices.Contains(words, "--config") {
+				t.Errorf("README.md:%d: the team's task `%s` has no `-c team.json`: without it %q works on the default data folder, not the gateway's (toolgate.dataDir)", i+1, m[1], cmd.CommandPath())
+			}
+		}
+	}
+	if checked < 5 {
+		t.Errorf("only %d commands found in the README's table of a team's common tasks: is the pattern still right?", checked)
+	}
+}

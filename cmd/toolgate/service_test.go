@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -141,6 +143,52 @@ func TestHealthCommand(t *testing.T) {
 		out, _, err := runToolgate(t, data, "health", "--config", cfg, "--ready")
 		return err == nil && out == "ready (http://"+addr+"/readyz)\n"
 	})
+}
+
+// TestHealthAnotherProgram: `toolgate health` at an address where another
+// program answers (a port some other server took, a proxy's error page)
+// says that the answer is no gateway's probe, with what its body says, and
+// exits 1. It printed "toolgate: (401 Unauthorized from …/readyz)", an
+// empty body taken for the gateway's words, or a 404 page's whole HTML;
+// and `toolgate status` took such a 401 for the gateway asking for a key.
+func TestHealthAnotherProgram(t *testing.T) {
+	for _, tc := range []struct {
+		name, contentType, body string
+		status                  int
+		want                    string
+	}{
+		{"401 with no body", "", "", http.StatusUnauthorized, "answered 401 Unauthorized with no text, which is not a toolgate gateway's probe"},
+		{"404 page", "text/html", "<!DOCTYPE HTML>\n<html><head><title>Error response</title></head><body><h1>Error response</h1><p>Error code: 404</p></body></html>", http.StatusNotFound,
+			`answered 404 Not Found ("Error response"), which is not a toolgate gateway's probe`},
+		{"503 of a proxy", "text/plain", "no healthy upstream", http.StatusServiceUnavailable, `answered 503 Service Unavailable ("no healthy upstream"), which is not`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+				if tc.contentType != "" {
+					w.Header().Set("Content-Type", tc.contentType)
+				}
+				w.WriteHeader(tc.status)
+				_, _ = w.Write([]byte(tc.body))
+			}))
+			defer srv.Close()
+			addr := strings.TrimPrefix(srv.URL, "http://")
+			for _, args := range [][]string{{"health", "--addr", addr}, {"health", "--addr", addr, "--ready"}} {
+				_, stderr, err := runToolgate(t, t.TempDir(), args...)
+				if code := exitCode(err); code != 1 || !strings.Contains(stderr, tc.want) || !strings.Contains(stderr, "another program listens at "+addr) ||
+					!strings.Contains(stderr, "toolgate status --addr "+addr) || strings.Contains(stderr, "<html") {
+					t.Errorf("toolgate %s: exit %d, %q; want 1 saying %q and that another program answers", strings.Join(args, " "), code, stderr, tc.want)
+				}
+			}
+			// status, which that message sends one to, says the same: a
+			// 401 without the gateway's challenge is not the gateway
+			// asking for a key (it said "put one in $TOOLGATE_KEY").
+			_, stderr, err := runToolgate(t, t.TempDir(), "status", "--addr", addr)
+			if code := exitCode(err); code != 1 || !strings.Contains(stderr, "is it a toolgate gateway serving /status? another program may listen at "+addr) ||
+				strings.Contains(stderr, "TOOLGATE_KEY") || strings.Contains(stderr, "<html") {
+				t.Errorf("toolgate status --addr %s: exit %d, %q; want 1 saying that another program may answer there", addr, code, stderr)
+			}
+		})
+	}
 }
 
 // exitCode is a command's exit status from its error (0 for nil, -1 when

@@ -299,7 +299,10 @@ func readStatus(resp *http.Response, u string) ([]byte, gateway.StatusReport, er
 	if err != nil {
 		return nil, rep, fmt.Errorf("read %s: %w", u, err)
 	}
-	if resp.StatusCode == http.StatusUnauthorized {
+	// A 401 without the gateway's challenge is another program's (a port
+	// taken by something else, a proxy's login): said as such below. It
+	// read "the gateway needs an API key: put one in $TOOLGATE_KEY".
+	if gateway.OwnKeyRefusal(resp) {
 		fix := gateway.NeedsKeyFix("$" + envKey)
 		if resp.Request != nil && resp.Request.Header.Get("Authorization") != "" {
 			said := ""
@@ -322,7 +325,11 @@ func readStatus(resp *http.Response, u string) ([]byte, gateway.StatusReport, er
 		return nil, rep, exitError{fmt.Errorf("%s answered %s: the gateway is starting (%s): ask again in a few seconds", u, resp.Status, oneLineBody(body)), degradedExit}
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, rep, fmt.Errorf("%s answered %s: %s\n(is it a toolgate gateway serving /status? check --addr)", u, resp.Status, oneLineBody(body))
+		says := "no text"
+		if b := backend.BodySays(resp.Header.Get("Content-Type"), body); b != "" {
+			says = strconv.Quote(b) // a page's title, not its HTML
+		}
+		return nil, rep, fmt.Errorf("%s answered %s: %s\n(is it a toolgate gateway serving /status? another program may listen at %s, or a proxy in front of the gateway answered: check --addr)", u, resp.Status, says, hostOf(u))
 	}
 	if err := json.Unmarshal(body, &rep); err != nil {
 		return nil, rep, fmt.Errorf("%s did not answer with a status report (%v): check --addr", u, err)

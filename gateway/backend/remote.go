@@ -352,7 +352,7 @@ func streamRefusalOf(resp *http.Response, sse, login bool) *refusal {
 func describeRefusal(resp *http.Response, login bool) *refusal {
 	m := resp.Request.Method
 	body, _ := peek.Body(resp, 4<<10)
-	said := bodySays(resp.Header.Get("Content-Type"), body)
+	said := BodySays(resp.Header.Get("Content-Type"), body)
 	if strings.EqualFold(said, http.StatusText(resp.StatusCode)) || strings.EqualFold(said, resp.Status) {
 		said = "" // "Unauthorized" says nothing the status does not
 	}
@@ -382,10 +382,10 @@ func describeRefusal(resp *http.Response, login bool) *refusal {
 	return rf
 }
 
-// bodySays is what an error answer's body says, on one line: a JSON
+// BodySays is what an error answer's body says, on one line: a JSON
 // body's message (error.message, error_description, message, detail, a
 // string error, title), an HTML page's title, or a text's start.
-func bodySays(contentType string, body []byte) string {
+func BodySays(contentType string, body []byte) string {
 	media, _, _ := mime.ParseMediaType(contentType)
 	switch {
 	case media == "application/json" || strings.HasSuffix(media, "+json") || gjson.ValidBytes(body) && bytes.HasPrefix(bytes.TrimSpace(body), []byte("{")):

@@ -19,9 +19,12 @@ import (
 
 // Editing a config file keeps what toolgate does not own byte for byte:
 // the other top-level keys (another application's settings in a shared
-// claude_desktop_config.json), the toolgate section, and the order of the
-// servers. Only the mcpServers object is laid out again, indented like the
-// file (sjson edits in place; pretty re-indents the one object).
+// claude_desktop_config.json), the toolgate section, the order of the
+// servers, and the other servers' entries as they are laid out: the entry
+// added or replaced is laid out indented like the file (pretty), in its
+// place. Only a file whose servers do not stand each on a line of its own
+// (one line, an empty object, an entry on the line of the object's brace)
+// gets the mcpServers object laid out again whole.
 
 // SetServer returns data with the mcpServers entry name set to entry (a
 // JSON object): added after the others, or replacing the one of that name
@@ -30,6 +33,9 @@ func SetServer(data []byte, name string, entry json.RawMessage) ([]byte, error) 
 	text, enc, err := editable(data)
 	if err != nil {
 		return nil, err
+	}
+	if out, ok := setInPlace(text, name, entry); ok {
+		return enc.encode(out)
 	}
 	// ":" makes the name an object key: sjson reads "mcpServers.3" as an
 	// array index when mcpServers is not there yet.
@@ -51,12 +57,91 @@ func DeleteServer(data []byte, name string) ([]byte, bool, error) {
 	if !gjson.GetBytes(text, path).Exists() {
 		return data, false, nil
 	}
+	_, _, inPlace := serverLines(text)
 	out, err := sjson.DeleteBytes(text, path)
 	if err != nil {
 		return nil, false, fmt.Errorf("delete mcpServers[%q]: %w", name, err)
 	}
-	out, err = enc.encode(reindentServers(out))
+	// sjson takes the entry out with its line and comma: the others stay
+	// as they were laid out, unless none is left ({} again).
+	if _, _, left := serverLines(out); !inPlace || !left {
+		out = reindentServers(out)
+	}
+	out, err = enc.encode(out)
 	return out, err == nil, err
+}
+
+// serverLines returns the mcpServers object of a file of several lines
+// whose entries each begin a line of their own, and the indentation of
+// the last entry's line; ok false for any other file (one line, no
+// entry, an entry on the line of the object's brace or of another entry).
+func serverLines(text []byte) (servers gjson.Result, indent string, ok bool) {
+	servers = gjson.GetBytes(text, "mcpServers")
+	if !servers.IsObject() || servers.Index <= 0 || !bytes.Contains(text, []byte("\n")) {
+		return servers, "", false
+	}
+	ok = true
+	servers.ForEach(func(k, _ gjson.Result) bool {
+		indent, ok = lineIndent(text, k.Index)
+		return ok
+	})
+	return servers, indent, ok && indent != ""
+}
+
+// lineIndent is the white space before at on its line, and whether only
+// white space comes before it there.
+func lineIndent(text []byte, at int) (string, bool) {
+	before := text[bytes.LastIndexByte(text[:at], '\n')+1 : at]
+	return string(before), len(bytes.TrimLeft(before, " \t")) == 0
+}
+
+// setInPlace sets server name's entry in a file laid out as serverLines
+// takes it, touching no other entry: a replaced entry in the place of the
+// old one, a new one after the last, each laid out at the indentation of
+// the entries' lines. ok false for a file laid out otherwise.
+func setInPlace(text []byte, name string, entry json.RawMessage) ([]byte, bool) {
+	servers, indent, ok := serverLines(text)
+	if !ok {
+		return nil, false
+	}
+	// The unit: what the entries' lines are indented by past the line
+	// that holds the "mcpServers" key.
+	line, _ := lineIndent(text, servers.Index)
+	outer := line[:len(line)-len(strings.TrimLeft(line, " \t"))]
+	unit, found := strings.CutPrefix(indent, outer)
+	if !found || unit == "" {
+		unit = "  "
+	}
+	nl := []byte("\n")
+	if bytes.Contains(text, []byte("\r\n")) {
+		nl = []byte("\r\n") // a file of Windows line ends keeps them
+	}
+	laidOut := pretty.PrettyOptions(entry, &pretty.Options{Width: 80, Prefix: indent, Indent: unit, SortKeys: false})
+	laidOut = bytes.ReplaceAll(bytes.TrimRight(bytes.TrimPrefix(laidOut, []byte(indent)), "\n"), []byte("\n"), nl)
+
+	var old, last gjson.Result
+	servers.ForEach(func(k, v gjson.Result) bool {
+		if !old.Exists() && k.String() == name {
+			old = v
+		}
+		last = v
+		return true
+	})
+	out := make([]byte, 0, len(text)+len(laidOut)+len(name)+len(indent)+8)
+	if old.Exists() {
+		out = append(out, text[:old.Index]...)
+		out = append(out, laidOut...)
+		return append(out, text[old.Index+len(old.Raw):]...), true
+	}
+	key, err := json.Marshal(name)
+	if err != nil {
+		return nil, false
+	}
+	end := last.Index + len(last.Raw)
+	out = append(out, text[:end]...)
+	out = append(append(append(out, ','), nl...), indent...)
+	out = append(append(append(out, key...), ": "...), laidOut...)
+	return append(out, text[end:]...), true
 }
 
 // editable returns a file's text to edit (decodeText) and how to store

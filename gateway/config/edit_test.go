@@ -305,3 +305,58 @@ func TestEditKeepsASaveMadeMeanwhile(t *testing.T) {
 		t.Errorf("a file saved at every try: %v\n%s", err, b)
 	}
 }
+
+// TestEditKeepsOtherEntries: adding, replacing or removing a server changes
+// that entry alone, the others left as the file lays them out (the bundled
+// example's one-line "args" arrays, a hand-written claude_desktop_config.json).
+// The whole mcpServers object was laid out again at every edit, so the first
+// `toolgate servers add` on examples/toolgate.json rewrote the three other
+// entries' args over several lines.
+func TestEditKeepsOtherEntries(t *testing.T) {
+	example, err := os.ReadFile("../../examples/toolgate.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ name, in string }{
+		{"example", string(example)},
+		{"CRLF and tabs", strings.ReplaceAll(strings.ReplaceAll(string(example), "  ", "\t"), "\n", "\r\n")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := []byte(tc.in)
+			nl, indent := "\n", "    "
+			if tc.name != "example" {
+				nl, indent = "\r\n", "\t\t"
+			}
+			out, err := SetServer(in, "weather", json.RawMessage(`{"command":"node","args":["weather.js"]}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			// A short entry is laid out on one line, as pretty lays it out.
+			added := "," + nl + indent + `"weather": { "command": "node", "args": ["weather.js"] }`
+			if i := bytes.Index(out, []byte(added)); i < 0 || string(out[:i])+string(out[i+len(added):]) != tc.in {
+				t.Errorf("SetServer of a new server: want the file with %q after the last entry, nothing else changed; got\n%s", added, out)
+			}
+			// Replaced: in its place, laid out at its indentation, the
+			// others as they were.
+			repl, err := SetServer(out, "memory", json.RawMessage(`{"command":"node","args":["m.js"],"description":"a knowledge graph of entities and their relations"}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			old, _ := ServerEntry(out, "memory")
+			unit := indent[:len(indent)/2]
+			want := bytes.Replace(out, old, []byte(`{`+nl+indent+unit+`"command": "node",`+nl+indent+unit+`"args": ["m.js"],`+nl+indent+unit+
+				`"description": "a knowledge graph of entities and their relations"`+nl+indent+"}"), 1)
+			if !bytes.Equal(repl, want) {
+				t.Errorf("SetServer of a server there: got\n%s\nwant\n%s", repl, want)
+			}
+			// Removed: the file as it was before the add.
+			back, found, err := DeleteServer(out, "weather")
+			if err != nil || !found || string(back) != tc.in {
+				t.Errorf("DeleteServer of the server added: %v %v; want the file as it was, got\n%s", found, err, back)
+			}
+			if f, err := Parse(repl, "", env()); err != nil || len(f.Servers()) != 4 || f.MCPServers["memory"].Args[0] != "m.js" {
+				t.Errorf("the file edited does not read back: %v\n%s", err, repl)
+			}
+		})
+	}
+}

@@ -114,13 +114,19 @@ func (f *Flags) Options(dataDir string, logger *slog.Logger) (*embed.Options, er
 	if n := f.threads(); n < 0 {
 		return nil, fmt.Errorf("--threads %d: want 0 (default) or more", n)
 	}
-	return &embed.Options{
+	o := &embed.Options{
 		ORTLib:   f.ORTLibPath(),
 		ModelDir: f.ModelFolder(dataDir),
 		Variant:  v,
 		Threads:  f.threads(),
 		Logger:   logger,
-	}, nil
+	}
+	if f.ModelDir == "" && os.Getenv(dirs.EnvModels) == "" && f.config.ModelDir == "" {
+		// The models folder is the data folder's: with a --data-dir of
+		// its own, those of the default one are named if they are there.
+		o.InstalledModelDir = dirs.ModelFolder("", "", dirs.DefaultData(""))
+	}
+	return o, nil
 }
 
 // Args are the flags that make a child toolgate process (e.g. `toolgate

@@ -21,6 +21,12 @@ func TestPrecedence(t *testing.T) {
 	models := t.TempDir()
 	data := filepath.Join(models, "data")
 	cache := t.TempDir()
+	// The default data folder's model folder, named in the fix when the
+	// data folder's own lacks the files (defaults only: a folder chosen
+	// by a flag, the environment or the config is the user's choice).
+	xdg := t.TempDir()
+	t.Setenv("XDG_DATA_HOME", xdg)
+	installed := filepath.Join(xdg, "toolgate", "models", embed.ModelName)
 	tests := []struct {
 		name string
 		args []string
@@ -29,7 +35,7 @@ func TestPrecedence(t *testing.T) {
 		want embed.Options
 	}{
 		{"defaults", nil, nil, config.EmbedSettings{},
-			embed.Options{ORTLib: "CACHED", ModelDir: filepath.Join(data, "models", embed.ModelName), Variant: embed.FP32}},
+			embed.Options{ORTLib: "CACHED", ModelDir: filepath.Join(data, "models", embed.ModelName), InstalledModelDir: installed, Variant: embed.FP32}},
 		{"config", nil, nil, config.EmbedSettings{Variant: "int8", ORTLib: "/c/ort.so", ModelDir: models, Threads: 3},
 			embed.Options{ORTLib: "/c/ort.so", ModelDir: filepath.Join(models, embed.ModelName), Variant: embed.INT8, Threads: 3}},
 		{"env beats config", nil, map[string]string{dirs.EnvORTLib: "/e/ort.so", dirs.EnvModels: "/e/models"},
@@ -74,7 +80,7 @@ func TestPrecedence(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(*got, *cgot, cmpopts.IgnoreFields(embed.Options{}, "Logger")); diff != "" {
+			if diff := cmp.Diff(*got, *cgot, cmpopts.IgnoreFields(embed.Options{}, "Logger", "InstalledModelDir")); diff != "" {
 				t.Errorf("child given Args %q resolves (-parent +child):\n%s", f.Args(data), diff)
 			}
 		})

@@ -798,3 +798,99 @@ func TestConsoleNonJSONInBrowser(t *testing.T) {
 		t.Errorf("a proxy's login page for the catalog: the page says %q, want %q", said, want)
 	}
 }
+
+// TestConsoleHungGatewayInBrowser: a gateway that takes the page's
+// requests and does not answer them (its process stopped, a network that
+// drops the packets, a laptop back from sleep) is said as one that does not
+// answer: the page greys what it shows and says since when, with one
+// request for the state out at a time, and says so once it answers again.
+// It showed its last state as current, said nothing, and sent another
+// request every 3 s (7 waiting after 25 s, as a gateway stopped with
+// SIGSTOP showed). The browser holds the requests (the DevTools protocol's
+// Fetch domain), then lets them through.
+func TestConsoleHungGatewayInBrowser(t *testing.T) {
+	chromium := findChromium(t)
+	cfg := fakeConfig(t, map[string]string{"alpha": backendtest.ModeNormal}, nil)
+	addr, _ := startGateway(t, t.TempDir(), cfg, noModelFlags(t)...)
+	ctx, do, eval := newBrowser(t, chromium)
+	poll := poller(t, ctx)
+	do("load /ui/", chromedp.Navigate("http://"+addr+"/ui/"), chromedp.WaitVisible(`#backend-rows tr[data-server="alpha"]`))
+	do("count the requests for the state out at once", chromedp.Evaluate[chromedp.Void](`(() => {
+		window.__out = 0; window.__most = 0;
+		const f = window.fetch;
+		window.fetch = (url, ...rest) => {
+			if (!String(url).startsWith("api/state")) return f(url, ...rest);
+			window.__most = Math.max(window.__most, ++window.__out);
+			return f(url, ...rest).finally(() => window.__out--);
+		};
+	})()`))
+
+	// Every request for the state is held from now on: none is answered.
+	tg := chromedp.FromContext(ctx).Target
+	evctx, stop := context.WithCancel(ctx)
+	defer stop()
+	paused := cdp.Events(evctx, tg, fetch.RequestPaused)
+	held := make(chan struct{}, 1024)
+	go func() {
+		for _, err := range paused {
+			if err != nil {
+				return
+			}
+			held <- struct{}{}
+		}
+	}()
+	if _, err := chromedp.Call(ctx, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{{URLPattern: "*/ui/api/state*"}}}); err != nil {
+		t.Fatal(err)
+	}
+	poll("the page to say the gateway does not answer", `document.querySelector("#notice").textContent.includes("does not answer") &&
+		document.querySelector("#backends").classList.contains("stale")`)
+	var most int
+	eval("the most requests for the state out at once", `window.__most`, &most)
+	if most != 1 {
+		t.Errorf("while the gateway did not answer, the page had %d requests for its state out at once, want 1", most)
+	}
+
+	// The gateway answers again.
+	if _, err := chromedp.Call(ctx, fetch.Disable, cdp.Empty{}); err != nil {
+		t.Fatal(err)
+	}
+	poll("the page to say the gateway answers again", `document.querySelector("#notice").textContent === "The gateway answers again." &&
+		!document.querySelector("#backends").classList.contains("stale")`)
+	if len(held) == 0 {
+		t.Error("no request for the state was held")
+	}
+}
+
+// TestConsoleLongNamesInBrowser: a server's name of 64 characters (the
+// longest the config takes) beside a server that failed (a long last
+// error) keeps the page within a phone's width and each row's buttons on
+// one line. The playground's and the catalog's Server lists took the
+// width of that name (540 px in a 375 px window: the whole page scrolled
+// sideways), and in a 1024 px window each row's Disable button wrapped
+// under its Restart.
+func TestConsoleLongNamesInBrowser(t *testing.T) {
+	chromium := findChromium(t)
+	long := "accounts-payable-reconciliation-team-eu-west-1-production-clust"
+	long += strings.Repeat("r", 64-len(long))
+	cfg := fakeConfig(t, map[string]string{long: backendtest.ModeNormal, "broken": backendtest.ModeCrashAtStart}, nil)
+	addr, _ := startGateway(t, t.TempDir(), cfg, noModelFlags(t)...)
+	ctx, do, eval := newBrowser(t, chromium)
+	poll := poller(t, ctx)
+	do("load /ui/ in a 1024 px window", chromedp.EmulateViewport(1024, 800), chromedp.Navigate("http://"+addr+"/ui/"),
+		chromedp.WaitVisible(`#backend-rows tr[data-server="`+long+`"]`))
+	poll("broken down, and the Server lists filled", `document.querySelector('#backend-rows tr[data-server="broken"]')?.dataset.state === "down" &&
+		[...document.querySelectorAll("#server option")].some((o) => o.value === "`+long+`")`)
+	var wrapped []string
+	eval("the rows whose buttons wrap", `[...document.querySelectorAll("#backend-rows tr")].filter((r) => {
+		const tops = [...r.querySelectorAll("td.actions button")].map((b) => b.getBoundingClientRect().top);
+		return tops.some((t) => t !== tops[0]); }).map((r) => r.dataset.server)`, &wrapped)
+	if len(wrapped) > 0 {
+		t.Errorf("in a 1024 px window the buttons of these rows wrap onto two lines: %q", wrapped)
+	}
+	do("a phone's width", chromedp.EmulateViewport(375, 800))
+	var widths []int
+	eval("the page's width", `[document.documentElement.scrollWidth, window.innerWidth]`, &widths)
+	if widths[0] > widths[1] {
+		t.Errorf("with a server named %q the page is %d px wide in a %d px window: it scrolls sideways", long, widths[0], widths[1])
+	}
+}

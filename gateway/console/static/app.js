@@ -379,16 +379,38 @@ function markStale(on) {
   for (const id of ["backends", "calls", "index"]) $(id).classList.toggle("stale", on);
 }
 
-async function refreshState() {
+// stateTimeoutMs bounds a refresh's wait for the state: a gateway that
+// takes the connection but does not answer (its process stopped, a
+// network that drops the packets, a laptop back from sleep) left each
+// refresh waiting, with the page shown as current and a new request every
+// 3 s piling up behind the others (7 at once after 25 s), which the
+// browser's 6 connections to the host then made the buttons and searches
+// wait behind.
+const stateTimeoutMs = 10000;
+let refreshing = null; // the refresh waiting for its answer: the timer sends none meanwhile
+let queued = null; // one asked for during it (a button's outcome): sent once it is over
+
+function refreshState() {
+  if (!refreshing) {
+    refreshing = refreshOnce().finally(() => { refreshing = null; });
+    return refreshing;
+  }
+  if (!queued) queued = refreshing.then(() => { queued = null; return refreshState(); });
+  return queued;
+}
+
+async function refreshOnce() {
   // Logged out meanwhile (the session ended, the gateway restarted): the
   // login form shows, and asking again would only be refused.
   if (!$("login").hidden) return;
+  const sent = new Date();
   let st;
   try {
-    st = await api("api/state");
+    st = await api("api/state", { signal: AbortSignal.timeout(stateTimeoutMs) });
   } catch (e) {
-    if (e instanceof TypeError) { // fetch itself failed: no answer at all
-      unreachableSince = unreachableSince || new Date();
+    // fetch itself failed (no answer at all), or no answer in time.
+    if (e instanceof TypeError || e.name === "TimeoutError") {
+      unreachableSince = unreachableSince || sent;
       markStale(true);
       refreshNotice("The gateway at " + location.host + " does not answer (since " + unreachableSince.toLocaleTimeString() +
         "): what the page shows is as of then. Trying again every 3 s.", true);
@@ -573,5 +595,5 @@ if (initial.loginRequired) {
   if (initial.search) renderSearch(initial.search);
   else if (initial.searchError) $("search-summary").textContent = "Search failed: " + initial.searchError;
   loadCatalog();
-  setInterval(() => { if (!document.hidden) refreshState(); }, 3000);
+  setInterval(() => { if (!document.hidden && !refreshing) refreshState(); }, 3000);
 }

@@ -261,10 +261,27 @@ function healthWarnings(st) {
   return out;
 }
 
+// attention names, above the table, the servers that are not up (down,
+// connecting, needs-login), each a link to its row: among 200 servers
+// the one down was a row to find in a table 9,000 px long, the summary
+// saying only "197 of 200 up". Written only when it changed, so a
+// keyboard user's focus on a link stays there across the refreshes.
+function attention(backends) {
+  const p = $("backends-attention");
+  const off = backends.filter((b) => b.state !== "up" && b.state !== "idle");
+  const key = off.map((b) => b.name + ":" + b.state).join(" ");
+  if (p.dataset.key === key) return;
+  p.dataset.key = key;
+  p.hidden = !off.length;
+  p.replaceChildren(...(off.length ? ["Not up: ", ...off.flatMap((b, i) =>
+    [i ? ", " : "", el("a", { href: "#backend-" + b.name }, b.name), " (" + b.state + ")"])] : []));
+}
+
 function renderState(st) {
   $("version").textContent = st.version + " · up " + st.uptime;
   const disabled = st.disabled || [];
   $("backends-summary").textContent = st.up + " of " + st.total + " up" + (disabled.length ? ", " + disabled.length + " disabled" : "");
+  attention(st.backends);
   const rows = st.backends.map((b) => {
     // A step-up pending: the server is up and its calls that need the
     // scopes fail 403 until the login named (toolgate status says it too).
@@ -272,7 +289,7 @@ function renderState(st) {
     const stepUp = su && b.state !== "needs-login" ? "asks for more scopes" + (su.scopes ? " (" + su.scopes.join(" ") + ")" : "") + ": " +
       (su.notRecorded ? su.notRecorded + ": `" + su.login + "`" : "run `" + su.login + "`") : "";
     const err = stepUp || b.error || b.lastError || "";
-    return el("tr", { "data-server": b.name, "data-state": b.state, "data-pid": b.pid || "" },
+    return el("tr", { id: "backend-" + b.name, "data-server": b.name, "data-state": b.state, "data-pid": b.pid || "" },
       el("th", { scope: "row" }, b.name),
       el("td", {}, el("span", { class: "state state-" + b.state }, b.state)),
       el("td", {}, b.transport),
@@ -288,7 +305,7 @@ function renderState(st) {
   // Servers disabled at run time do not run, so the pool does not list
   // them: a row each, to say where they went and to enable them again.
   for (const name of disabled) {
-    rows.push(el("tr", { "data-server": name, "data-state": "disabled" },
+    rows.push(el("tr", { id: "backend-" + name, "data-server": name, "data-state": "disabled" },
       el("th", { scope: "row" }, name),
       el("td", {}, el("span", { class: "state state-disabled" }, "disabled")),
       el("td", { colspan: 6, class: "muted" }, "stopped; its tools are hidden from search_tools and execute_tool"),

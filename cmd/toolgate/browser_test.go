@@ -926,3 +926,43 @@ func TestConsoleNotUpInBrowser(t *testing.T) {
 		t.Error("after a refresh the focus left the link to broken's row")
 	}
 }
+
+// TestConsoleLongErrorInBrowser: a backend's last error of several lines
+// (the stderr lines of a server that failed to start) shows its first line,
+// the others folded under "3 more lines", which Enter opens and which
+// stays open across the refreshes. Written whole, run together, a Node.js
+// start-up failure's 15 lines made its row 480 px tall.
+func TestConsoleLongErrorInBrowser(t *testing.T) {
+	chromium := findChromium(t)
+	cfg := fakeConfig(t, map[string]string{"alpha": backendtest.ModeNormal, "broken": backendtest.ModeCrashAtStart}, nil)
+	addr, _ := startGateway(t, t.TempDir(), cfg, noModelFlags(t)...)
+	ctx, do, eval := newBrowser(t, chromium)
+	poll := poller(t, ctx)
+	do("load /ui/", chromedp.Navigate("http://"+addr+"/ui/"), chromedp.WaitVisible(`#backend-rows tr[data-server="alpha"]`))
+	const cell = `document.querySelector('#backend-rows tr[data-server="broken"] td.err')`
+	poll("broken down with its error", cell+`?.textContent.includes("exited")`)
+	var shown struct {
+		Text    string
+		Summary string
+		Lines   string
+		Open    bool
+	}
+	const read = `(() => { const c = ` + cell + `, d = c.querySelector("details");
+		return { text: c.checkVisibility() ? c.innerText : "", summary: d?.querySelector("summary").textContent ?? "",
+			lines: d?.querySelector("pre").textContent ?? "", open: !!d?.open }; })()`
+	eval("broken's error", read, &shown)
+	more := fmt.Sprintf("%d more lines", strings.Count(shown.Lines, "\n")+1)
+	if !strings.Contains(shown.Text, "last stderr lines:\n"+more) || strings.Contains(shown.Text, "fatal: giving up") ||
+		shown.Summary != more+" of the error of broken" || !strings.Contains(shown.Lines, "fatal: giving up") || shown.Open {
+		t.Fatalf("broken's error cell shows %q, its summary %q, its lines %q (open %v); want the first line shown, the stderr lines folded under \"N more lines\"",
+			shown.Text, shown.Summary, shown.Lines, shown.Open)
+	}
+	do("open the lines with the keyboard", chromedp.Focus(`#backend-rows tr[data-server="broken"] td.err summary`), chromedp.KeyEvent("\r"))
+	poll("the lines open", cell+`.querySelector("details").open`)
+	do("mark a cell a refresh replaces", chromedp.Evaluate[chromedp.Void](`window.__for = document.querySelector('#backend-rows tr[data-server="broken"] td:nth-child(7)')`))
+	poll("a refresh", `!window.__for.isConnected`)
+	eval("broken's error after a refresh", read, &shown)
+	if !shown.Open || !strings.Contains(shown.Text, "fatal: giving up") {
+		t.Errorf("after a refresh broken's error lines are open %v, shown %q; want them open still", shown.Open, shown.Text)
+	}
+}

@@ -261,6 +261,22 @@ function healthWarnings(st) {
   return out;
 }
 
+// errorCell is a backend's last error: its first line, and the lines
+// after it (a server's last stderr lines: a stack trace of 15) folded
+// under "N more lines", which open on a click or Enter and stay open
+// across the refreshes. Written whole, run together, a Node.js start-up
+// failure made its row 480 px tall and the table hard to read past it.
+function errorCell(server, err, open) {
+  const nl = err.indexOf("\n");
+  if (nl < 0) return el("td", { class: "err", title: err }, err);
+  const rest = err.slice(nl + 1);
+  const n = rest.split("\n").length;
+  return el("td", { class: "err", title: err }, err.slice(0, nl),
+    el("details", { open },
+      el("summary", {}, count(n, "more line"), el("span", { class: "sr" }, " of the error of " + server)),
+      el("pre", { class: "mono" }, rest)));
+}
+
 // attention names, above the table, the servers that are not up (down,
 // connecting, needs-login), each a link to its row: among 200 servers
 // the one down was a row to find in a table 9,000 px long, the summary
@@ -282,6 +298,8 @@ function renderState(st) {
   const disabled = st.disabled || [];
   $("backends-summary").textContent = st.up + " of " + st.total + " up" + (disabled.length ? ", " + disabled.length + " disabled" : "");
   attention(st.backends);
+  // The errors whose lines the operator opened: open still once drawn again.
+  const openErrors = new Set([...$("backend-rows").querySelectorAll("tr > td.err > details[open]")].map((d) => d.closest("tr").dataset.server));
   const rows = st.backends.map((b) => {
     // A step-up pending: the server is up and its calls that need the
     // scopes fail 403 until the login named (toolgate status says it too).
@@ -297,7 +315,7 @@ function renderState(st) {
       el("td", { class: "num" }, b.restarts),
       el("td", { class: "num mono" }, b.pid || "–"),
       el("td", {}, b.for),
-      el("td", { class: "err", title: err }, err),
+      errorCell(b.name, err, openErrors.has(b.name)),
       el("td", { class: "actions" },
         st.canRestart ? serverButton("restart", b.name) : null,
         st.canDisable ? serverButton("disable", b.name) : null));

@@ -966,3 +966,27 @@ func TestConsoleLongErrorInBrowser(t *testing.T) {
 		t.Errorf("after a refresh broken's error lines are open %v, shown %q; want them open still", shown.Open, shown.Text)
 	}
 }
+
+// TestConsoleDisabledInConfigInBrowser: a server the config file disables
+// ("disabled": true) has a row of its own in the backends table, which
+// says so and how to start it, with no button (none can start it). The
+// page left it out: an operator looking for it found no trace of it,
+// though toolgate__list_servers names it "disabled in config".
+func TestConsoleDisabledInConfigInBrowser(t *testing.T) {
+	chromium := findChromium(t)
+	fake := backendtest.Command(t, backendtest.ModeNormal)
+	b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
+		"alpha": map[string]any{"command": fake.Command, "env": fake.Env},
+		"off":   map[string]any{"command": fake.Command, "env": fake.Env, "disabled": true}}})
+	cfg := filepath.Join(t.TempDir(), "toolgate.json")
+	writeRaw(t, cfg, b, false)
+	addr, _ := startGateway(t, t.TempDir(), cfg, noModelFlags(t)...)
+	_, do, eval := newBrowser(t, chromium)
+	do("load /ui/", chromedp.Navigate("http://"+addr+"/ui/"), chromedp.WaitVisible(`#backend-rows tr[data-server="alpha"]`))
+	var row []any
+	eval("off's row", `(() => { const r = document.querySelector('#backend-rows tr[data-server="off"]');
+		return r ? [r.dataset.state, r.textContent, r.querySelectorAll("button").length] : []; })()`, &row)
+	if len(row) != 3 || row[0] != "disabled in config" || !strings.Contains(row[1].(string), `the config file disables it ("disabled": true)`) || row[2] != 0.0 {
+		t.Errorf("off's row in the backends table: %v; want its state disabled in config, why and how to start it, no button", row)
+	}
+}

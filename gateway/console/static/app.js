@@ -334,6 +334,16 @@ function renderState(st) {
   if (!rows.length && st.noServers) {
     rows.push(el("tr", { id: "no-servers" }, el("td", { colspan: 9 }, st.noServers)));
   }
+  // Servers the config file disables: a row each, to say where they are
+  // (the page left them out, though list_servers names them) and how to
+  // start one; no button can (the console's Enable answers 409).
+  for (const name of st.disabledInConfig || []) {
+    rows.push(el("tr", { id: "backend-" + name, "data-server": name, "data-state": "disabled in config" },
+      el("th", { scope: "row" }, name),
+      el("td", {}, el("span", { class: "state state-disabled" }, "disabled in config")),
+      el("td", { colspan: 6, class: "muted" }, 'the config file disables it ("disabled": true): remove that there and it starts'),
+      el("td", { class: "actions" })));
+  }
   // The same rows with the same buttons (a refresh every 3 s): their cells
   // are updated in place and their buttons kept. Rows drawn anew at each
   // refresh lost a click pressed on a button before it and released after.

@@ -798,3 +798,195 @@ func TestConsoleNonJSONInBrowser(t *testing.T) {
 		t.Errorf("a proxy's login page for the catalog: the page says %q, want %q", said, want)
 	}
 }
+
+// TestConsoleHungGatewayInBrowser: a gateway that takes the page's
+// requests and does not answer them (its process stopped, a network that
+// drops the packets, a laptop back from sleep) is said as one that does not
+// answer: the page greys what it shows and says since when, with one
+// request for the state out at a time, and says so once it answers again.
+// It showed its last state as current, said nothing, and sent another
+// request every 3 s (7 waiting after 25 s, as a gateway stopped with
+// SIGSTOP showed). The browser holds the requests (the DevTools protocol's
+// Fetch domain), then lets them through.
+func TestConsoleHungGatewayInBrowser(t *testing.T) {
+	chromium := findChromium(t)
+	cfg := fakeConfig(t, map[string]string{"alpha": backendtest.ModeNormal}, nil)
+	addr, _ := startGateway(t, t.TempDir(), cfg, noModelFlags(t)...)
+	ctx, do, eval := newBrowser(t, chromium)
+	poll := poller(t, ctx)
+	do("load /ui/", chromedp.Navigate("http://"+addr+"/ui/"), chromedp.WaitVisible(`#backend-rows tr[data-server="alpha"]`))
+	do("count the requests for the state out at once", chromedp.Evaluate[chromedp.Void](`(() => {
+		window.__out = 0; window.__most = 0;
+		const f = window.fetch;
+		window.fetch = (url, ...rest) => {
+			if (!String(url).startsWith("api/state")) return f(url, ...rest);
+			window.__most = Math.max(window.__most, ++window.__out);
+			return f(url, ...rest).finally(() => window.__out--);
+		};
+	})()`))
+
+	// Every request for the state is held from now on: none is answered.
+	tg := chromedp.FromContext(ctx).Target
+	evctx, stop := context.WithCancel(ctx)
+	defer stop()
+	paused := cdp.Events(evctx, tg, fetch.RequestPaused)
+	held := make(chan struct{}, 1024)
+	go func() {
+		for _, err := range paused {
+			if err != nil {
+				return
+			}
+			held <- struct{}{}
+		}
+	}()
+	if _, err := chromedp.Call(ctx, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{{URLPattern: "*/ui/api/state*"}}}); err != nil {
+		t.Fatal(err)
+	}
+	poll("the page to say the gateway does not answer", `document.querySelector("#notice").textContent.includes("does not answer") &&
+		document.querySelector("#backends").classList.contains("stale")`)
+	var most int
+	eval("the most requests for the state out at once", `window.__most`, &most)
+	if most != 1 {
+		t.Errorf("while the gateway did not answer, the page had %d requests for its state out at once, want 1", most)
+	}
+
+	// The gateway answers again.
+	if _, err := chromedp.Call(ctx, fetch.Disable, cdp.Empty{}); err != nil {
+		t.Fatal(err)
+	}
+	poll("the page to say the gateway answers again", `document.querySelector("#notice").textContent === "The gateway answers again." &&
+		!document.querySelector("#backends").classList.contains("stale")`)
+	if len(held) == 0 {
+		t.Error("no request for the state was held")
+	}
+}
+
+// TestConsoleLongNamesInBrowser: a server's name of 64 characters (the
+// longest the config takes) beside a server that failed (a long last
+// error) keeps the page within a phone's width and each row's buttons on
+// one line. The playground's and the catalog's Server lists took the
+// width of that name (540 px in a 375 px window: the whole page scrolled
+// sideways), and in a 1024 px window each row's Disable button wrapped
+// under its Restart.
+func TestConsoleLongNamesInBrowser(t *testing.T) {
+	chromium := findChromium(t)
+	long := "accounts-payable-reconciliation-team-eu-west-1-production-clust"
+	long += strings.Repeat("r", 64-len(long))
+	cfg := fakeConfig(t, map[string]string{long: backendtest.ModeNormal, "broken": backendtest.ModeCrashAtStart}, nil)
+	addr, _ := startGateway(t, t.TempDir(), cfg, noModelFlags(t)...)
+	ctx, do, eval := newBrowser(t, chromium)
+	poll := poller(t, ctx)
+	do("load /ui/ in a 1024 px window", chromedp.EmulateViewport(1024, 800), chromedp.Navigate("http://"+addr+"/ui/"),
+		chromedp.WaitVisible(`#backend-rows tr[data-server="`+long+`"]`))
+	poll("broken down, and the Server lists filled", `document.querySelector('#backend-rows tr[data-server="broken"]')?.dataset.state === "down" &&
+		[...document.querySelectorAll("#server option")].some((o) => o.value === "`+long+`")`)
+	var wrapped []string
+	eval("the rows whose buttons wrap", `[...document.querySelectorAll("#backend-rows tr")].filter((r) => {
+		const tops = [...r.querySelectorAll("td.actions button")].map((b) => b.getBoundingClientRect().top);
+		return tops.some((t) => t !== tops[0]); }).map((r) => r.dataset.server)`, &wrapped)
+	if len(wrapped) > 0 {
+		t.Errorf("in a 1024 px window the buttons of these rows wrap onto two lines: %q", wrapped)
+	}
+	do("a phone's width", chromedp.EmulateViewport(375, 800))
+	var widths []int
+	eval("the page's width", `[document.documentElement.scrollWidth, window.innerWidth]`, &widths)
+	if widths[0] > widths[1] {
+		t.Errorf("with a server named %q the page is %d px wide in a %d px window: it scrolls sideways", long, widths[0], widths[1])
+	}
+}
+
+// TestConsoleNotUpInBrowser: above the backends, the servers that are not
+// up are named, each a link to its row, which the keyboard follows (Enter)
+// and which keeps the focus across the refreshes. Among 200 servers the
+// summary said "197 of 200 up" and the ones down were rows to find in a
+// table 9,000 px long.
+func TestConsoleNotUpInBrowser(t *testing.T) {
+	chromium := findChromium(t)
+	cfg := fakeConfig(t, map[string]string{"alpha": backendtest.ModeNormal, "broken": backendtest.ModeCrashAtStart}, nil)
+	addr, _ := startGateway(t, t.TempDir(), cfg, noModelFlags(t)...)
+	ctx, do, eval := newBrowser(t, chromium)
+	poll := poller(t, ctx)
+	do("load /ui/ in a short window", chromedp.EmulateViewport(1024, 300), chromedp.Navigate("http://"+addr+"/ui/"),
+		chromedp.WaitVisible(`#backend-rows tr[data-server="alpha"]`))
+	poll("broken down", `document.querySelector('#backend-rows tr[data-server="broken"]')?.dataset.state === "down"`)
+	poll("the servers not up named above the table", `document.querySelector("#backends-attention")?.checkVisibility() &&
+		document.querySelector("#backends-attention").textContent === "Not up: broken (down)"`)
+	const link = `#backends-attention a[href="#backend-broken"]`
+	do("follow the link with the keyboard", chromedp.Focus(link), chromedp.KeyEvent("\r"))
+	poll("broken's row, the link's target, in view", `(() => { const r = document.querySelector(":target");
+		if (!r || r.dataset.server !== "broken") return false;
+		const b = r.getBoundingClientRect(); return b.top > -1 && b.top < window.innerHeight / 2; })()`)
+	do("focus the link, and mark a cell a refresh replaces", chromedp.Evaluate[chromedp.Void](`(() => {
+		window.__for = document.querySelector('#backend-rows tr[data-server="alpha"] td:nth-child(7)');
+		document.querySelector('`+link+`').focus(); })()`))
+	poll("a refresh", `!window.__for.isConnected`)
+	var focused bool
+	eval("the focus", `document.activeElement === document.querySelector('`+link+`')`, &focused)
+	if !focused {
+		t.Error("after a refresh the focus left the link to broken's row")
+	}
+}
+
+// TestConsoleLongErrorInBrowser: a backend's last error of several lines
+// (the stderr lines of a server that failed to start) shows its first line,
+// the others folded under "3 more lines", which Enter opens and which
+// stays open across the refreshes. Written whole, run together, a Node.js
+// start-up failure's 15 lines made its row 480 px tall.
+func TestConsoleLongErrorInBrowser(t *testing.T) {
+	chromium := findChromium(t)
+	cfg := fakeConfig(t, map[string]string{"alpha": backendtest.ModeNormal, "broken": backendtest.ModeCrashAtStart}, nil)
+	addr, _ := startGateway(t, t.TempDir(), cfg, noModelFlags(t)...)
+	ctx, do, eval := newBrowser(t, chromium)
+	poll := poller(t, ctx)
+	do("load /ui/", chromedp.Navigate("http://"+addr+"/ui/"), chromedp.WaitVisible(`#backend-rows tr[data-server="alpha"]`))
+	const cell = `document.querySelector('#backend-rows tr[data-server="broken"] td.err')`
+	poll("broken down with its error", cell+`?.textContent.includes("exited")`)
+	var shown struct {
+		Text    string
+		Summary string
+		Lines   string
+		Open    bool
+	}
+	const read = `(() => { const c = ` + cell + `, d = c.querySelector("details");
+		return { text: c.checkVisibility() ? c.innerText : "", summary: d?.querySelector("summary").textContent ?? "",
+			lines: d?.querySelector("pre").textContent ?? "", open: !!d?.open }; })()`
+	eval("broken's error", read, &shown)
+	more := fmt.Sprintf("%d more lines", strings.Count(shown.Lines, "\n")+1)
+	if !strings.Contains(shown.Text, "last stderr lines:\n"+more) || strings.Contains(shown.Text, "fatal: giving up") ||
+		shown.Summary != more+" of the error of broken" || !strings.Contains(shown.Lines, "fatal: giving up") || shown.Open {
+		t.Fatalf("broken's error cell shows %q, its summary %q, its lines %q (open %v); want the first line shown, the stderr lines folded under \"N more lines\"",
+			shown.Text, shown.Summary, shown.Lines, shown.Open)
+	}
+	do("open the lines with the keyboard", chromedp.Focus(`#backend-rows tr[data-server="broken"] td.err summary`), chromedp.KeyEvent("\r"))
+	poll("the lines open", cell+`.querySelector("details").open`)
+	do("mark a cell a refresh replaces", chromedp.Evaluate[chromedp.Void](`window.__for = document.querySelector('#backend-rows tr[data-server="broken"] td:nth-child(7)')`))
+	poll("a refresh", `!window.__for.isConnected`)
+	eval("broken's error after a refresh", read, &shown)
+	if !shown.Open || !strings.Contains(shown.Text, "fatal: giving up") {
+		t.Errorf("after a refresh broken's error lines are open %v, shown %q; want them open still", shown.Open, shown.Text)
+	}
+}
+
+// TestConsoleDisabledInConfigInBrowser: a server the config file disables
+// ("disabled": true) has a row of its own in the backends table, which
+// says so and how to start it, with no button (none can start it). The
+// page left it out: an operator looking for it found no trace of it,
+// though toolgate__list_servers names it "disabled in config".
+func TestConsoleDisabledInConfigInBrowser(t *testing.T) {
+	chromium := findChromium(t)
+	fake := backendtest.Command(t, backendtest.ModeNormal)
+	b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
+		"alpha": map[string]any{"command": fake.Command, "env": fake.Env},
+		"off":   map[string]any{"command": fake.Command, "env": fake.Env, "disabled": true}}})
+	cfg := filepath.Join(t.TempDir(), "toolgate.json")
+	writeRaw(t, cfg, b, false)
+	addr, _ := startGateway(t, t.TempDir(), cfg, noModelFlags(t)...)
+	_, do, eval := newBrowser(t, chromium)
+	do("load /ui/", chromedp.Navigate("http://"+addr+"/ui/"), chromedp.WaitVisible(`#backend-rows tr[data-server="alpha"]`))
+	var row []any
+	eval("off's row", `(() => { const r = document.querySelector('#backend-rows tr[data-server="off"]');
+		return r ? [r.dataset.state, r.textContent, r.querySelectorAll("button").length] : []; })()`, &row)
+	if len(row) != 3 || row[0] != "disabled in config" || !strings.Contains(row[1].(string), `the config file disables it ("disabled": true)`) || row[2] != 0.0 {
+		t.Errorf("off's row in the backends table: %v; want its state disabled in config, why and how to start it, no button", row)
+	}
+}

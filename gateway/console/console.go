@@ -111,6 +111,11 @@ type Options struct {
 	// and how to add one ("": nothing to say). A key whose scope holds no
 	// server is told that instead (it learns nothing of the config).
 	NoServers func() string
+	// DisabledInConfig, if set, names the servers the config file
+	// disables ("disabled": true), in name order: the backends table
+	// lists them, each in a row of its own, to a caller that is not
+	// scoped (no keys, an admin key). It listed none: such a server was missing from the page.
+	DisabledInConfig func() []string
 	// Status, if set, is where GET /status reads its report (its storage,
 	// security, process and learning sections too): the state holds the
 	// same report. Nil: the report of Backends, Loop, Search and Policy.
@@ -638,6 +643,9 @@ type State struct {
 	// NoServers is what the backends table says in place of its rows
 	// when it has none (Options.NoServers).
 	NoServers string `json:"noServers,omitempty"`
+	// DisabledInConfig are the servers the config file disables
+	// (Options.DisabledInConfig), to a caller that is not scoped.
+	DisabledInConfig []string `json:"disabledInConfig,omitempty"`
 }
 
 func (c *Console) state(caller *policy.Caller) State {
@@ -665,6 +673,9 @@ func (c *Console) state(caller *policy.Caller) State {
 	s.CanEnable, _ = c.may(caller, enableAction)
 	if c.o.Calls != nil {
 		s.Calls = c.calls(caller)
+	}
+	if c.o.DisabledInConfig != nil && !caller.Scoped() {
+		s.DisabledInConfig = c.o.DisabledInConfig()
 	}
 	if len(rep.Backends) == 0 && (rep.Stats == nil || len(rep.Stats.Disabled) == 0) {
 		switch {

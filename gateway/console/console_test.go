@@ -1305,6 +1305,21 @@ func TestNoServers(t *testing.T) {
 	}
 }
 
+// TestStateDisabledInConfig: the servers the config file disables are in
+// the state (disabledInConfig) for a caller that sees every server, so the
+// backends table lists them; a scoped key learns nothing of the config.
+func TestStateDisabledInConfig(t *testing.T) {
+	o := &Options{Backends: &fakeBackends{}, Catalog: fakeCatalog{}, DisabledInConfig: func() []string { return []string{"off"} }}
+	anyone := &policy.Caller{Transport: policy.TransportHTTP}
+	scoped := &policy.Caller{Transport: policy.TransportHTTP, Key: &policy.Key{Name: "ops", Allow: []string{"filesystem__*"}}}
+	if got := New(o).state(anyone).DisabledInConfig; !slices.Equal(got, []string{"off"}) {
+		t.Errorf("the state's disabledInConfig %q, want [off]", got)
+	}
+	if got := New(o).state(scoped).DisabledInConfig; got != nil {
+		t.Errorf("a scoped key's state has disabledInConfig %q, want none", got)
+	}
+}
+
 // The playground's server is read as search_tools reads it: one that two
 // servers' names may be (they differ in "-" and "_") is 400 naming both,
 // not "no tool of it is in the catalog".

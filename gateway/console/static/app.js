@@ -261,10 +261,45 @@ function healthWarnings(st) {
   return out;
 }
 
+// errorCell is a backend's last error: its first line, and the lines
+// after it (a server's last stderr lines: a stack trace of 15) folded
+// under "N more lines", which open on a click or Enter and stay open
+// across the refreshes. Written whole, run together, a Node.js start-up
+// failure made its row 480 px tall and the table hard to read past it.
+function errorCell(server, err, open) {
+  const nl = err.indexOf("\n");
+  if (nl < 0) return el("td", { class: "err", title: err }, err);
+  const rest = err.slice(nl + 1);
+  const n = rest.split("\n").length;
+  return el("td", { class: "err", title: err }, err.slice(0, nl),
+    el("details", { open },
+      el("summary", {}, count(n, "more line"), el("span", { class: "sr" }, " of the error of " + server)),
+      el("pre", { class: "mono" }, rest)));
+}
+
+// attention names, above the table, the servers that are not up (down,
+// connecting, needs-login), each a link to its row: among 200 servers
+// the one down was a row to find in a table 9,000 px long, the summary
+// saying only "197 of 200 up". Written only when it changed, so a
+// keyboard user's focus on a link stays there across the refreshes.
+function attention(backends) {
+  const p = $("backends-attention");
+  const off = backends.filter((b) => b.state !== "up" && b.state !== "idle");
+  const key = off.map((b) => b.name + ":" + b.state).join(" ");
+  if (p.dataset.key === key) return;
+  p.dataset.key = key;
+  p.hidden = !off.length;
+  p.replaceChildren(...(off.length ? ["Not up: ", ...off.flatMap((b, i) =>
+    [i ? ", " : "", el("a", { href: "#backend-" + b.name }, b.name), " (" + b.state + ")"])] : []));
+}
+
 function renderState(st) {
   $("version").textContent = st.version + " · up " + st.uptime;
   const disabled = st.disabled || [];
   $("backends-summary").textContent = st.up + " of " + st.total + " up" + (disabled.length ? ", " + disabled.length + " disabled" : "");
+  attention(st.backends);
+  // The errors whose lines the operator opened: open still once drawn again.
+  const openErrors = new Set([...$("backend-rows").querySelectorAll("tr > td.err > details[open]")].map((d) => d.closest("tr").dataset.server));
   const rows = st.backends.map((b) => {
     // A step-up pending: the server is up and its calls that need the
     // scopes fail 403 until the login named (toolgate status says it too).
@@ -272,7 +307,7 @@ function renderState(st) {
     const stepUp = su && b.state !== "needs-login" ? "asks for more scopes" + (su.scopes ? " (" + su.scopes.join(" ") + ")" : "") + ": " +
       (su.notRecorded ? su.notRecorded + ": `" + su.login + "`" : "run `" + su.login + "`") : "";
     const err = stepUp || b.error || b.lastError || "";
-    return el("tr", { "data-server": b.name, "data-state": b.state, "data-pid": b.pid || "" },
+    return el("tr", { id: "backend-" + b.name, "data-server": b.name, "data-state": b.state, "data-pid": b.pid || "" },
       el("th", { scope: "row" }, b.name),
       el("td", {}, el("span", { class: "state state-" + b.state }, b.state)),
       el("td", {}, b.transport),
@@ -280,7 +315,7 @@ function renderState(st) {
       el("td", { class: "num" }, b.restarts),
       el("td", { class: "num mono" }, b.pid || "–"),
       el("td", {}, b.for),
-      el("td", { class: "err", title: err }, err),
+      errorCell(b.name, err, openErrors.has(b.name)),
       el("td", { class: "actions" },
         st.canRestart ? serverButton("restart", b.name) : null,
         st.canDisable ? serverButton("disable", b.name) : null));
@@ -288,7 +323,7 @@ function renderState(st) {
   // Servers disabled at run time do not run, so the pool does not list
   // them: a row each, to say where they went and to enable them again.
   for (const name of disabled) {
-    rows.push(el("tr", { "data-server": name, "data-state": "disabled" },
+    rows.push(el("tr", { id: "backend-" + name, "data-server": name, "data-state": "disabled" },
       el("th", { scope: "row" }, name),
       el("td", {}, el("span", { class: "state state-disabled" }, "disabled")),
       el("td", { colspan: 6, class: "muted" }, "stopped; its tools are hidden from search_tools and execute_tool"),
@@ -298,6 +333,16 @@ function renderState(st) {
   // to add one), not an empty table.
   if (!rows.length && st.noServers) {
     rows.push(el("tr", { id: "no-servers" }, el("td", { colspan: 9 }, st.noServers)));
+  }
+  // Servers the config file disables: a row each, to say where they are
+  // (the page left them out, though list_servers names them) and how to
+  // start one; no button can (the console's Enable answers 409).
+  for (const name of st.disabledInConfig || []) {
+    rows.push(el("tr", { id: "backend-" + name, "data-server": name, "data-state": "disabled in config" },
+      el("th", { scope: "row" }, name),
+      el("td", {}, el("span", { class: "state state-disabled" }, "disabled in config")),
+      el("td", { colspan: 6, class: "muted" }, 'the config file disables it ("disabled": true): remove that there and it starts'),
+      el("td", { class: "actions" })));
   }
   // The same rows with the same buttons (a refresh every 3 s): their cells
   // are updated in place and their buttons kept. Rows drawn anew at each
@@ -379,16 +424,38 @@ function markStale(on) {
   for (const id of ["backends", "calls", "index"]) $(id).classList.toggle("stale", on);
 }
 
-async function refreshState() {
+// stateTimeoutMs bounds a refresh's wait for the state: a gateway that
+// takes the connection but does not answer (its process stopped, a
+// network that drops the packets, a laptop back from sleep) left each
+// refresh waiting, with the page shown as current and a new request every
+// 3 s piling up behind the others (7 at once after 25 s), which the
+// browser's 6 connections to the host then made the buttons and searches
+// wait behind.
+const stateTimeoutMs = 10000;
+let refreshing = null; // the refresh waiting for its answer: the timer sends none meanwhile
+let queued = null; // one asked for during it (a button's outcome): sent once it is over
+
+function refreshState() {
+  if (!refreshing) {
+    refreshing = refreshOnce().finally(() => { refreshing = null; });
+    return refreshing;
+  }
+  if (!queued) queued = refreshing.then(() => { queued = null; return refreshState(); });
+  return queued;
+}
+
+async function refreshOnce() {
   // Logged out meanwhile (the session ended, the gateway restarted): the
   // login form shows, and asking again would only be refused.
   if (!$("login").hidden) return;
+  const sent = new Date();
   let st;
   try {
-    st = await api("api/state");
+    st = await api("api/state", { signal: AbortSignal.timeout(stateTimeoutMs) });
   } catch (e) {
-    if (e instanceof TypeError) { // fetch itself failed: no answer at all
-      unreachableSince = unreachableSince || new Date();
+    // fetch itself failed (no answer at all), or no answer in time.
+    if (e instanceof TypeError || e.name === "TimeoutError") {
+      unreachableSince = unreachableSince || sent;
       markStale(true);
       refreshNotice("The gateway at " + location.host + " does not answer (since " + unreachableSince.toLocaleTimeString() +
         "): what the page shows is as of then. Trying again every 3 s.", true);
@@ -573,5 +640,5 @@ if (initial.loginRequired) {
   if (initial.search) renderSearch(initial.search);
   else if (initial.searchError) $("search-summary").textContent = "Search failed: " + initial.searchError;
   loadCatalog();
-  setInterval(() => { if (!document.hidden) refreshState(); }, 3000);
+  setInterval(() => { if (!document.hidden && !refreshing) refreshState(); }, 3000);
 }

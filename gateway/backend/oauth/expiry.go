@@ -66,15 +66,27 @@ func (t *Tokens) watchExpiry(server string, c *Credentials) {
 		t.warnExpiry(server, exp)
 		return
 	}
-	w.timer = time.AfterFunc(d, func() {
+	// Looked at again every ExpiryRecheck at most: the timer's clock
+	// stands still while the machine sleeps (a laptop's lid closed over
+	// lunch warned an hour late, after the token had expired) and does
+	// not follow the wall clock when it is set.
+	w.timer = time.AfterFunc(min(d, t.opts.ExpiryRecheck), func() {
 		// The login may have changed since, with no request to say so.
 		c, err := t.store.Load(server)
 		switch {
 		case err != nil || c == nil || c.Refused != "":
-		case c.Token.Expiry.Equal(exp) && !refreshable(c):
-			t.warnExpiry(server, exp)
-		default:
+		case !c.Token.Expiry.Equal(exp) || refreshable(c):
 			t.watchExpiry(server, c) // a new login
+		case t.opts.Now().Before(exp.Add(-ExpiryWarnWithin)):
+			// Not due yet by the wall clock: wait on.
+			t.mu.Lock()
+			if t.expiring[server] == w {
+				delete(t.expiring, server)
+			}
+			t.mu.Unlock()
+			t.watchExpiry(server, c)
+		default:
+			t.warnExpiry(server, exp)
 		}
 	})
 }

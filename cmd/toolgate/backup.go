@@ -60,6 +60,10 @@ func runBackup(ctx context.Context, g *globals, dst string, out io.Writer, log *
 		return fmt.Errorf("data folder %s: %w", data, err)
 	}
 	if entries, err := os.ReadDir(dst); err == nil && len(entries) > 0 {
+		if left := entries[0].Name(); len(entries) == 1 && strings.HasPrefix(left, backupStagePrefix) {
+			return usageError{fmt.Errorf("%s holds %s, left by a backup that was killed half-way: remove it (%s), or give another folder to back up into",
+				dst, left, shellword.Join("rm", "-r", filepath.Join(dst, left)))}
+		}
 		return usageError{fmt.Errorf("%s is a folder that holds files: give a new folder (or an empty one) to back up into", dst)}
 	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err

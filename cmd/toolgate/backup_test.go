@@ -172,6 +172,16 @@ func TestBackupFullDiskLeavesNothing(t *testing.T) {
 			t.Errorf("backup into %s on a full disk printed %q", dst, out.String())
 		}
 	}
+	// A backup killed half-way leaves its folder inside DIR: named, with
+	// how to remove it.
+	left := filepath.Join(empty, backupStagePrefix+"123")
+	if err := os.Mkdir(left, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := runBackup(context.Background(), &globals{dataDir: data}, empty, &bytes.Buffer{}, nil); err == nil || !strings.Contains(err.Error(), "left by a backup that was killed half-way: remove it (rm -r "+left+")") {
+		t.Errorf("backup into a folder a killed backup left: %v, want the folder named", err)
+	}
+	os.Remove(left)
 	// Space back: the same DIR takes the backup.
 	backupWriteFile = os.WriteFile
 	var out bytes.Buffer

@@ -215,6 +215,43 @@ func TestAuditedArguments(t *testing.T) {
 	}
 }
 
+// TestAuditedNameAsWritten: the record of an execute_tool call names the
+// tool its "name" gave, as written: Go's decoder also takes "NAME" or
+// "Name" for it (the last one it reads), which the call is refused for
+// (unknown argument), so {"name": "fake__echo", "NAME": "other__secret"}
+// was recorded as an allowed call of other__secret, a tool outside the
+// key's scope that did not run (a probe, 2026-12-07).
+func TestAuditedNameAsWritten(t *testing.T) {
+	log := &audittest.Log{}
+	tool := catalog.Tool{Server: "fake", Name: "echo", InputSchema: json.RawMessage(`{"type":"object"}`)}
+	ok := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}
+	fs := &fakeSearcher{tools: []catalog.Tool{tool}, search: func(search.Query) (search.Result, error) { return search.Result{}, nil }}
+	g := New(fs, &fakeCaller{call: func(string, string, map[string]any) (*mcp.CallToolResult, error) { return ok, nil }}, &Options{Audit: log})
+	h := g.audited(ExecuteToolName, g.handleExecute)
+	for args, want := range map[string]string{
+		`{"name":"fake__echo","NAME":"other__secret"}`:   "fake__echo",
+		`{"NAME":"other__secret","name":"fake__echo"}`:   "fake__echo",
+		`{"name":"fake__echo","Name":"other__secret"}`:   "fake__echo",
+		`{"Name":"other__secret"}`:                       "",
+		`{"Name":"other__secret","arguments":{"a":1}}`:   "",
+		`{"name":"fake__echo","args":{"a":1}}`:           "fake__echo",
+		`{"name":"fake__echo","arguments":{"a":1}}`:      "fake__echo",
+		`{"name":"fake__echo","ARGUMENTS":{"a":1}}`:      "fake__echo",
+		`{"name":"other__secret","NAME":"fake__echo"}`:   "other__secret",
+		`{"name":["fake__echo"],"NAME":"other__secret"}`: "",
+	} {
+		req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: ExecuteToolName, Arguments: json.RawMessage(args)}}
+		res, err := h(context.Background(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs := log.Records()
+		if r := recs[len(recs)-1]; r.Tool != want {
+			t.Errorf("%s: recorded as a call of %q (%s), want %q", args, r.Tool, text(res), want)
+		}
+	}
+}
+
 // TestResultBytes: a record's resultBytes counts the structured content as
 // json.Marshal encodes it (HTML characters escaped, a json.RawMessage
 // compacted, a value that does not encode as nothing), and the texts.

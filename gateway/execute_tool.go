@@ -78,7 +78,8 @@ func (g *Gateway) handleExecute(ctx context.Context, req *mcp.CallToolRequest) (
 	if extra := unknownKeys(req.Params.Arguments, "name", "arguments"); len(extra) > 0 {
 		// Left out, they were dropped: {"name": …, "args": {…}} ran the
 		// tool with no arguments.
-		note.raw = req.Params.Arguments
+		a = asWritten(req.Params.Arguments)
+		note.tool, note.raw = a.Name, req.Params.Arguments
 		if msg := g.misplacedArgs(policy.CallerFrom(ctx), a, req.Params.Arguments, extra); msg != "" {
 			return toolError("%s", msg), nil
 		}
@@ -806,6 +807,22 @@ func otherSeparator(n string, ids []string) []string {
 		return same
 	}
 	return found
+}
+
+// asWritten is execute_tool's arguments as their keys are written:
+// Go's decoder also takes "NAME" or "Name" for "name" (and "Arguments" for
+// "arguments"), the last it reads, so {"name": "a__x", "NAME": "b__y"},
+// which is refused for its unknown key, was recorded as a call of b__y.
+// A "name" that is no string is "".
+func asWritten(raw json.RawMessage) executeArgs {
+	var whole map[string]json.RawMessage
+	if json.Unmarshal(raw, &whole) != nil {
+		return executeArgs{}
+	}
+	var a executeArgs
+	_ = json.Unmarshal(whole["name"], &a.Name)
+	a.Arguments = whole["arguments"]
+	return a
 }
 
 // unknownKeys are the keys of the JSON object raw that are not among

@@ -20,7 +20,7 @@ import (
 
 // KeysUnreadable is the body of the 503 every request gets while the API
 // key store cannot be read (fail closed); `toolgate status` knows it.
-const KeysUnreadable = "Service Unavailable: the gateway cannot read its API keys (its log says why); no request is let in until that is fixed"
+const KeysUnreadable = "Service Unavailable: " + keys.UnavailableWords
 
 // NeedsKeyFix is what a client of the gateway's is told to do when the
 // gateway wants an API key it did not send: keyEnv names where the client

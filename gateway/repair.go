@@ -652,15 +652,19 @@ func singular(name string) string {
 const maxMatchRunes = 200
 
 // heldBare is the tools whose own name n is (a name written without its
-// server, in any case) that caller's own scope shows but that cannot run
-// now: of a disabled server, or quarantined.
+// server, read as bareName reads it: in any case, full-width, "-" for
+// "_") that caller's own scope shows but that cannot run now: of a
+// disabled server, or quarantined. Read by strings.EqualFold alone, a
+// name bareName took for a held tool ("ｗｒｉｔｅ_file") had the answer
+// name only another server's tool of that name.
 func (g *Gateway) heldBare(c *policy.Caller, n string) []catalog.Tool {
 	if g.opts.Policy == nil || n == "" || strings.Contains(n, catalog.Sep) {
 		return nil
 	}
+	fold := catalog.FoldName(n)
 	var out []catalog.Tool
 	for _, id := range g.searcher.IDs() {
-		if _, tool, _ := strings.Cut(id, catalog.Sep); strings.EqualFold(tool, n) && g.sees(c, id) && !g.visible(c, id) {
+		if _, tool, _ := strings.Cut(id, catalog.Sep); catalog.FoldName(tool) == fold && g.sees(c, id) && !g.visible(c, id) {
 			if t, ok := g.searcher.Tool(id); ok {
 				out = append(out, t)
 			}

@@ -904,3 +904,37 @@ func TestExecuteToolBareNameNotAnotherServers(t *testing.T) {
 		pol.Put(held{})
 	}
 }
+
+// TestHeldBareReadAsBareName: a bare name that bareName reads as a held
+// tool's (full-width letters, "-" for "_") runs nothing, and the answer
+// names that tool and why, as it does for the name in another case. It
+// read the name by strings.EqualFold alone: "ｗｒｉｔｅ_file" ran nothing,
+// but the answer named only the other server's tool ("search_tools also
+// finds: memory__write_file"), the one the model did not mean.
+func TestHeldBareReadAsBareName(t *testing.T) {
+	cat := append(slices.Clone(testCatalog), catalog.Tool{Server: "memory", Name: "write_file", Description: "Write a memory file"})
+	ix, err := index.Build(context.Background(), cat, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng := search.New(ix, nil, nil)
+	t.Cleanup(func() { eng.Close() })
+	var ran []string
+	caller := &fakeCaller{call: func(server, tool string, _ map[string]any) (*mcp.CallToolResult, error) {
+		ran = append(ran, server+"/"+tool)
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil
+	}}
+	pol := policy.NewSet(policy.NewConfigured([]string{"memory", "filesystem", "everything", "weird"}), policy.NewDisabled([]string{"filesystem"}))
+	g := New(eng, caller, &Options{Policy: pol})
+	cs := connectAs(t, g, &policy.Caller{})
+	for _, name := range []string{"WRITE_FILE", "ｗｒｉｔｅ_file", "write-file"} {
+		ran = nil
+		res := call(t, cs, ExecuteToolName, map[string]any{"name": name, "arguments": map[string]any{"path": "/a", "content": "x"}})
+		if !res.IsError || len(ran) != 0 {
+			t.Errorf("%s: ran %v, want nothing run: %s", name, ran, text(res))
+		}
+		if !strings.Contains(text(res), "filesystem__write_file has that name and cannot run now: ") {
+			t.Errorf("%s: the answer does not name filesystem__write_file and why it cannot run: %s", name, text(res))
+		}
+	}
+}

@@ -524,7 +524,10 @@ const HiddenFromKey = backend.HiddenFromKey
 // gateway's machine (config files, certificates: their dates stay; the
 // backends' errors: backend.Status.ForKey), each server's tools and
 // catalogTools count the tools its own rules let it see (policy.Set.Sees),
-// catalogTools but of servers disabled at run time, disabledTools those. A key
+// catalogTools but of servers disabled at run time, disabledTools those;
+// the data folder's and the quarantine pins file's paths are left out, and
+// the storage, pins, search and learning errors (which quote those paths or
+// the model's) and their fixes read HiddenFromKey, their state and counts kept. A key
 // thus learns nothing of the servers outside its scope. Stdio, an admin key, and the
 // HTTP front without keys see the whole report. The lists of rep.Stats and
 // rep.Security are narrowed in copies: they may be their sources' own.
@@ -588,6 +591,30 @@ func ScopeReport(rep *StatusReport, c *policy.Caller, pol *policy.Set, tools pol
 		p.TLSError = backend.ForKey(p.TLSError)
 		rep.Process = &p
 	}
+	if rep.Storage != nil {
+		// The data folder's path, and what its writers' and checks'
+		// errors and fixes quote of it; its state and counts are kept.
+		st := *rep.Storage
+		st.DataDir = ""
+		for _, t := range []*string{&st.Error, &st.Fix, &st.LastError, &st.Open, &st.OpenFix} {
+			*t = backend.ForKey(*t)
+		}
+		st.Writers = slices.Clone(st.Writers)
+		for i := range st.Writers {
+			st.Writers[i].Error, st.Writers[i].Fix = backend.ForKey(st.Writers[i].Error), backend.ForKey(st.Writers[i].Fix)
+		}
+		rep.Storage = &st
+	}
+	if rep.Search != nil {
+		s := *rep.Search
+		s.Reason = backend.ForKey(s.Reason) // the model's path, and its fix
+		rep.Search = &s
+	}
+	if rep.Learning != nil {
+		l := *rep.Learning
+		l.Error = backend.ForKey(l.Error) // the store's path
+		rep.Learning = &l
+	}
 	if rep.Security != nil {
 		sec := *rep.Security
 		sec.Quarantined = slices.DeleteFunc(slices.Clone(sec.Quarantined), func(id string) bool {
@@ -597,6 +624,10 @@ func ScopeReport(rep *StatusReport, c *policy.Caller, pol *policy.Set, tools pol
 		sec.KeysWithoutProfile = nil // other keys' names and the config's profiles
 		sec.KeysExpiring = nil
 		sec.KeysFault = "" // names the key files (none is let in while it holds)
+		if f := sec.PinsFault; f != nil {
+			// The pins file's path, which its error and fix quote too.
+			sec.PinsFault = &quarantine.Fault{Since: f.Since, Error: backend.ForKey(f.Error), Fix: backend.ForKey(f.Fix)}
+		}
 		rep.Security = &sec
 	}
 	if f := rep.SchemaFlaws; f != nil {

@@ -19,7 +19,9 @@ import (
 	"github.com/toolgate/toolgate/gateway/keys"
 	"github.com/toolgate/toolgate/gateway/live"
 	"github.com/toolgate/toolgate/gateway/policy"
+	"github.com/toolgate/toolgate/gateway/quarantine"
 	"github.com/toolgate/toolgate/index/catalog"
+	"github.com/toolgate/toolgate/internal/storage"
 	"github.com/toolgate/toolgate/internal/testenv"
 	"github.com/toolgate/toolgate/search"
 )
@@ -246,23 +248,37 @@ func TestScopeReport(t *testing.T) {
 				LastReloadError: `server "secret": bad url`,
 				LastIndexError:  "embedding secret__leak: out of memory",
 			},
-			Security: &SecurityStatus{Quarantined: []string{"mem__write", "secret__leak"}},
+			Security: &SecurityStatus{Quarantined: []string{"mem__write", "secret__leak"},
+				PinsFault: &quarantine.Fault{File: "/etc/secret/data/pins.json", Error: "/etc/secret/data/pins.json:3: invalid JSON", Since: notAfter, Fix: "mend or remove /etc/secret/data/pins.json"}},
 			SchemaFlaws: &SchemaFlaws{Count: 3, Tools: []catalog.ToolFlaw{
 				{Tool: "mem2__read", Flaw: `"type" is "objetc"`}, {Tool: "mem__write", Flaw: `"type" is "objetc"`}, {Tool: "secret__leak", Flaw: `"type" is "objetc"`}},
 				HugeSchemas: &FlawList{Count: 2, Tools: []catalog.ToolFlaw{{Tool: "mem2__read", Flaw: "40 KB"}, {Tool: "secret__leak", Flaw: "40 KB"}}},
 				Names:       &FlawList{Count: 1, Tools: []catalog.ToolFlaw{{Tool: "mem__write", Flaw: "' ' is not among"}}}},
 			Process: &ProcessInfo{PID: 7, Transport: "http", Addr: "127.0.0.1:8931", Config: []string{"/etc/secret/toolgate.json"},
 				TLS: true, TLSCert: "/etc/secret/gw.pem", TLSNotAfter: &notAfter, TLSError: "cannot read /etc/secret/gw.pem"},
+			// The data folder, the model's folder and the learned pairs'
+			// store name paths on the gateway's machine: a key that was not
+			// admin read them all (a probe, 2026-12-07).
+			Storage: &storage.Report{DataDir: "/etc/secret/data", Writable: false, FreeBytes: 10,
+				Error: "open /etc/secret/data/audit/audit.jsonl: read-only file system", Fix: "remount /etc/secret/data read-write",
+				Since: notAfter, LastError: "audit log: open /etc/secret/data/audit/audit.jsonl: read-only file system", LastErrorAt: notAfter,
+				Writers: []storage.WriterReport{{Name: "audit log", Error: "open /etc/secret/data/audit/audit.jsonl: read-only file system",
+					Fix: "chmod u+w /etc/secret/data/audit", Since: notAfter, Failures: 2, Degraded: "records are counted as lost"}},
+				Open: "/etc/secret/data (mode 0777)", OpenFix: "chmod 700 /etc/secret/data"},
+			Search: &search.State{Mode: search.ModeBM25, Configured: search.ModeHybrid, BM25Only: true, Slots: 2,
+				Reason: "model file not found at /etc/secret/models/all-MiniLM-L6-v2/model.onnx: install it with toolgate models fetch --dir /etc/secret/models"},
+			Learning: &LearningStatus{Holder: "pid 42 (stdio)", Pairs: 3, Tools: 2, Error: "open /etc/secret/data/learn: permission denied"},
 		}
 	}
 	key := &policy.Caller{Transport: policy.TransportHTTP, Key: &policy.Key{Name: "mem-ops", Allow: []string{"mem__read", "mem2__*"}}}
 	rep := full()
 	// The lists come from the runtime loop and the quarantine: narrowed
 	// in copies, never where they came from.
-	stats, sec, proc, flaws := *rep.Stats, *rep.Security, rep.Process, *rep.SchemaFlaws
+	stats, sec, proc, flaws, stor, srch, learn := *rep.Stats, *rep.Security, rep.Process, *rep.SchemaFlaws, rep.Storage, rep.Search, rep.Learning
 	ScopeReport(&rep, key, pol, tools)
-	if orig := full(); !cmp.Equal(*orig.Stats, stats) || !cmp.Equal(*orig.Security, sec) || !cmp.Equal(*orig.Process, *proc) || !cmp.Equal(*orig.SchemaFlaws, flaws) {
-		t.Errorf("ScopeReport changed the lists it was given: %+v %+v %+v %+v", stats, sec, proc, flaws)
+	if orig := full(); !cmp.Equal(*orig.Stats, stats) || !cmp.Equal(*orig.Security, sec) || !cmp.Equal(*orig.Process, *proc) || !cmp.Equal(*orig.SchemaFlaws, flaws) ||
+		!cmp.Equal(*orig.Storage, *stor) || !cmp.Equal(*orig.Search, *srch) || !cmp.Equal(*orig.Learning, *learn) {
+		t.Errorf("ScopeReport changed the lists it was given: %+v %+v %+v %+v %+v %+v %+v", stats, sec, proc, flaws, *stor, *srch, *learn)
 	}
 	want := StatusReport{
 		Backends: []BackendStatus{
@@ -281,11 +297,20 @@ func TestScopeReport(t *testing.T) {
 			LastReloadError: HiddenFromKey,
 			LastIndexError:  HiddenFromKey,
 		},
-		Security: &SecurityStatus{Quarantined: []string{"mem__write"}},
+		Security: &SecurityStatus{Quarantined: []string{"mem__write"},
+			PinsFault: &quarantine.Fault{Error: HiddenFromKey, Since: notAfter, Fix: HiddenFromKey}},
 		// mem__write is a tool the key does not see (its server it may).
 		SchemaFlaws: &SchemaFlaws{Count: 1, Tools: []catalog.ToolFlaw{{Tool: "mem2__read", Flaw: `"type" is "objetc"`}},
 			HugeSchemas: &FlawList{Count: 1, Tools: []catalog.ToolFlaw{{Tool: "mem2__read", Flaw: "40 KB"}}}},
 		Process: &ProcessInfo{PID: 7, Transport: "http", Addr: "127.0.0.1:8931", TLS: true, TLSNotAfter: &notAfter, TLSError: HiddenFromKey},
+		// The state and the counts kept, the paths and what was said
+		// with them hidden.
+		Storage: &storage.Report{Writable: false, FreeBytes: 10, Error: HiddenFromKey, Fix: HiddenFromKey, Since: notAfter,
+			LastError: HiddenFromKey, LastErrorAt: notAfter,
+			Writers: []storage.WriterReport{{Name: "audit log", Error: HiddenFromKey, Fix: HiddenFromKey, Since: notAfter, Failures: 2, Degraded: "records are counted as lost"}},
+			Open:    HiddenFromKey, OpenFix: HiddenFromKey},
+		Search:   &search.State{Mode: search.ModeBM25, Configured: search.ModeHybrid, BM25Only: true, Slots: 2, Reason: HiddenFromKey},
+		Learning: &LearningStatus{Holder: "pid 42 (stdio)", Pairs: 3, Tools: 2, Error: HiddenFromKey},
 	}
 	if diff := cmp.Diff(want, rep); diff != "" {
 		t.Errorf("as the mem-ops key (-want +got):\n%s", diff)

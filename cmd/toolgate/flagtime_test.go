@@ -30,7 +30,7 @@ func TestFlagTimesOneZone(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		exp, _, err := parseExpiry(tc.in, now)
+		exp, _, err := parseExpiry(tc.in, now, neverCreate)
 		if err != nil || !exp.Equal(want) {
 			t.Errorf("--expires %s: %v, %v; want %s", tc.in, exp, err, tc.want)
 		}

@@ -132,7 +132,7 @@ func runKeysCreate(g *globals, w, errw io.Writer, f keysCreateFlags, now time.Ti
 		return usageError{errors.New("keys create needs --name NAME (letters, digits, '.', '_', '@', '-'), e.g. --name ci")}
 	}
 	if f.expires != "" {
-		t, local, err := parseExpiry(f.expires, now)
+		t, local, err := parseExpiry(f.expires, now, neverCreate)
 		if err != nil {
 			return usageError{fmt.Errorf("--expires %q: %w", f.expires, err)}
 		}
@@ -304,17 +304,25 @@ func describeScope(e keys.Entry) string {
 
 // parseExpiry reads --expires as flagTime does (a date without a zone in
 // the zone of now, the local one: local says so), in lastExpiry at the
-// latest.
-func parseExpiry(s string, now time.Time) (t time.Time, local bool, err error) {
+// latest. never is how the command makes a key that never expires, said
+// of one past lastExpiry (neverCreate, neverUpdate).
+func parseExpiry(s string, now time.Time, never string) (t time.Time, local bool, err error) {
 	t, local, err = flagTime(s, now, true)
 	if errors.Is(err, errTooFar) {
-		return time.Time{}, false, fmt.Errorf("%w (the last date a key may name is %s): leave --expires out for a key that never expires", err, lastExpiry)
+		return time.Time{}, false, fmt.Errorf("%w (the last date a key may name is %s): %s for a key that never expires", err, lastExpiry, never)
 	}
 	if err == nil && !t.Before(pastLastExpiry) {
-		return time.Time{}, false, fmt.Errorf("%s is too far off (the last date a key may name is %s): leave --expires out for a key that never expires", t.UTC().Format(time.DateOnly), lastExpiry)
+		return time.Time{}, false, fmt.Errorf("%s is too far off (the last date a key may name is %s): %s for a key that never expires", t.UTC().Format(time.DateOnly), lastExpiry, never)
 	}
 	return t, local, err
 }
+
+// How keys create and keys update make a key that never expires. keys
+// update said keys create's, which for it leaves the expiry as it was.
+const (
+	neverCreate = "leave --expires out"
+	neverUpdate = "give --expires never"
+)
 
 // A key may expire at any time of lastExpiry, up to pastLastExpiry: a later
 // one would not fit RFC 3339's four-digit years, which keys.jsonl is
@@ -528,7 +536,7 @@ func runKeysUpdate(g *globals, w, errw io.Writer, name string, f keysUpdateFlags
 	}
 	var expires time.Time
 	if f.set("expires") && f.expires != "never" {
-		t, local, err := parseExpiry(f.expires, now)
+		t, local, err := parseExpiry(f.expires, now, neverUpdate)
 		if err != nil {
 			return usageError{fmt.Errorf("--expires %q: %w", f.expires, err)}
 		}

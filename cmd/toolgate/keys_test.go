@@ -29,3 +29,23 @@ func TestKeysUpdateBadGlobUsage(t *testing.T) {
 		}
 	}
 }
+
+// keys update --expires past the last date a key may name says how to make
+// the key never expire with keys update (--expires never): it said "leave
+// --expires out", keys create's way, which for keys update leaves the
+// expiry as it was.
+func TestKeysUpdateTooFarSaysNever(t *testing.T) {
+	now := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
+	g := &globals{dataDir: t.TempDir()}
+	var out, errOut bytes.Buffer
+	if err := runKeysCreate(g, &out, &errOut, keysCreateFlags{spec: keys.Spec{Name: "ci"}}, now); err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range []string{"100000000d", "10000-01-01"} {
+		f := keysUpdateFlags{expires: in, set: func(s string) bool { return s == "expires" }}
+		err := runKeysUpdate(g, &out, &errOut, "ci", f, now)
+		if err == nil || !strings.Contains(err.Error(), "too far off") || !strings.HasSuffix(err.Error(), ": give --expires never for a key that never expires") {
+			t.Errorf("keys update ci --expires %s: %v", in, err)
+		}
+	}
+}

@@ -673,7 +673,11 @@ func printStatus(w io.Writer, rep gateway.StatusReport) error {
 			fmt.Fprintf(w, "quarantined: %s (`toolgate tools quarantined` says why)\n", strings.Join(ids, ", "))
 		}
 		if f := sec.PinsFault; f != nil {
-			fmt.Fprintf(w, "quarantine pins: %s CANNOT BE READ since %s: %s\n  fix: %s\n", f.File, clock(f.Since), oneLine(f.Error, 200), f.Fix)
+			file := f.File
+			if file == "" {
+				file = "the file" // a key that is not admin is not told its path
+			}
+			fmt.Fprintf(w, "quarantine pins: %s CANNOT BE READ since %s: %s\n  fix: %s\n", file, clock(f.Since), oneLine(f.Error, 200), f.Fix)
 		}
 		if f := sec.KeysFault; f != "" {
 			fmt.Fprintf(w, "API keys: CANNOT BE READ, so the HTTP front refuses every request (503): %s\n  fix: %s\n", escapeUnsafe(oneLine(f, 400)), keysFaultFix)
@@ -863,7 +867,11 @@ func printStorage(w io.Writer, st *storage.Report) {
 	if !st.Writable {
 		state = "NOT WRITABLE"
 	}
-	fmt.Fprintf(w, "storage: %s %s", st.DataDir, state)
+	dir := st.DataDir
+	if dir == "" {
+		dir = "the data folder" // a key that is not admin is not told its path
+	}
+	fmt.Fprintf(w, "storage: %s %s", dir, state)
 	if st.Failing() {
 		if st.Writable {
 			fmt.Fprintf(w, ", but %s failing", strings.Join(failingWriters(st), ", "))

@@ -178,7 +178,7 @@ func TestParseExpiry(t *testing.T) {
 		{in: "9999-12-31T23:59:59Z", want: "9999-12-31T23:59:59Z"},
 		{in: "9999-12-31T23:59:59-01:00", err: "10000-01-01 is too far off (the last date a key may name is 9999-12-31)"},
 	} {
-		got, _, err := parseExpiry(tc.in, now)
+		got, _, err := parseExpiry(tc.in, now, neverCreate)
 		if tc.err != "" {
 			if err == nil || !strings.Contains(err.Error(), tc.err) {
 				t.Errorf("%s: %v, %v; want the error %q", tc.in, got, err, tc.err)

@@ -826,3 +826,118 @@ func TestOAuthUnrefreshableLoginExpiry(t *testing.T) {
 		t.Errorf("a refreshable login was warned of:\n%s", r.logs.String())
 	}
 }
+
+// TestOAuthUnrefreshableUsedUntilExpiry: the access token of a login that
+// cannot be refreshed is sent until it expires, as its warning says. It
+// was taken for expired RefreshBefore (1m) early, its login file marked
+// refused ("the access token expired") and the server needing a login
+// while the warning logged at the same moment said "in 55s".
+func TestOAuthUnrefreshableUsedUntilExpiry(t *testing.T) {
+	e := newOAuthServers(t, config.TypeHTTP, true)
+	c := e.stored(t)
+	c.Token.RefreshToken = ""
+	if err := e.store.Save(c); err != nil {
+		t.Fatal(err)
+	}
+	tokens := oauth.NewTokens(e.store, &oauth.Options{Logger: e.logs.Logger(), Now: e.clock.Now, PollInterval: 10 * time.Millisecond})
+	t.Cleanup(func() { tokens.Close() })
+	o := testOptions(e.logs)
+	o.Auth = tokens
+	e.pool = startPool(t, []config.Server{{Name: "demo", Type: config.TypeHTTP, URL: e.rs.URL}}, o)
+	if st := statusOf(t, e.pool, "demo"); st.State != StateUp {
+		t.Fatalf("state %s: %s", st.State, st.Err)
+	}
+	// 30 s before it expires: within RefreshBefore, which a login that
+	// cannot be refreshed has no use for.
+	e.clock.Advance(time.Until(c.Token.Expiry) - 30*time.Second)
+	e.echo(t, "30 seconds before the token expires")
+	if st := statusOf(t, e.pool, "demo"); st.State != StateUp || st.LoginExpiry == nil {
+		t.Errorf("30 s before expiry: state %s (%s), loginExpiry %+v", st.State, st.Err, st.LoginExpiry)
+	}
+	if got := e.stored(t); got.Refused != "" {
+		t.Errorf("the login was marked refused 30 s before it expired: %s", got.Refused)
+	}
+	// Once expired, it needs the login the warning named.
+	e.clock.Advance(31 * time.Second)
+	_, err := e.pool.CallTool(context.Background(), "demo", "echo", map[string]any{"text": "expired"})
+	if err == nil || !strings.Contains(err.Error(), "the access token expired and the authorization server gave no refresh token") {
+		t.Errorf("call after expiry: %v", err)
+	}
+}
+
+// forgetting is oauth.Tokens that records the servers the pool tells it
+// to forget.
+type forgetting struct {
+	*oauth.Tokens
+	forgot chan string
+}
+
+func (f forgetting) Forget(server string) {
+	f.forgot <- server
+	f.Tokens.Forget(server)
+}
+
+// TestOAuthRemovedServerForgotten: a reload that removes a logged-in
+// server, or changes its URL, has the Authorizer forget its login (the
+// warning due before it expires, logged after the removal, named a
+// server the config no longer had); one left as it was, or changed in
+// another field (its login still applies), is not.
+func TestOAuthRemovedServerForgotten(t *testing.T) {
+	e := newOAuthServers(t, config.TypeHTTP, true)
+	tokens := forgetting{oauth.NewTokens(e.store, &oauth.Options{Logger: e.logs.Logger(), PollInterval: 10 * time.Millisecond}), make(chan string, 4)}
+	t.Cleanup(func() { tokens.Close() })
+	o := testOptions(e.logs)
+	o.Auth = tokens
+	servers := []config.Server{
+		{Name: "demo", Type: config.TypeHTTP, URL: e.rs.URL},
+		{Name: "other", Type: config.TypeHTTP, URL: e.rs.URL},
+		{Name: "moved", Type: config.TypeHTTP, URL: e.rs.URL},
+	}
+	e.pool = startPool(t, servers, o)
+	other, moved := servers[1], servers[2]
+	other.Headers = map[string]string{"X-Changed": "1"}
+	moved.URL += "/elsewhere"
+	e.pool.Reconfigure(context.Background(), []config.Server{other, moved})
+	var got []string // told within Reconfigure
+	for len(tokens.forgot) > 0 {
+		got = append(got, <-tokens.forgot)
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, []string{"demo", "moved"}) {
+		t.Errorf("forgot %q, want demo (removed) and moved (another URL)", got)
+	}
+	e.pool.Reconfigure(context.Background(), []config.Server{other, moved})
+	if len(tokens.forgot) != 0 {
+		t.Errorf("forgot %q, left as it was", <-tokens.forgot)
+	}
+}
+
+// TestOAuthUnrefreshableRefusedEarly: a server that answers 401 to the
+// access token of a login that cannot be refreshed before its expiry
+// (revoked) has the backend need a login that says so: it said "the
+// access token expired", which it had not (its loginExpiry, just shown,
+// said when it would).
+func TestOAuthUnrefreshableRefusedEarly(t *testing.T) {
+	e := newOAuthServers(t, config.TypeHTTP, true)
+	c := e.stored(t)
+	c.Token.RefreshToken = ""
+	if err := e.store.Save(c); err != nil {
+		t.Fatal(err)
+	}
+	tokens := oauth.NewTokens(e.store, &oauth.Options{Logger: e.logs.Logger(), Now: e.clock.Now, PollInterval: 10 * time.Millisecond})
+	t.Cleanup(func() { tokens.Close() })
+	o := testOptions(e.logs)
+	o.Auth = tokens
+	e.pool = startPool(t, []config.Server{{Name: "demo", Type: config.TypeHTTP, URL: e.rs.URL}}, o)
+	if st := statusOf(t, e.pool, "demo"); st.State != StateUp {
+		t.Fatalf("state %s: %s", st.State, st.Err)
+	}
+	e.as.ExpireAccessTokens() // revoked at the authorization server
+	_, err := e.pool.CallTool(context.Background(), "demo", "echo", map[string]any{"text": "revoked"})
+	if err == nil || !strings.Contains(err.Error(), "the server refused the access token before it expired") || strings.Contains(err.Error(), "the access token expired") {
+		t.Errorf("call with a revoked token: %v", err)
+	}
+	if got := e.stored(t); !strings.Contains(got.Refused, "before it expired") {
+		t.Errorf("the login file says %q", got.Refused)
+	}
+}

@@ -299,6 +299,11 @@ type ExpiryKeeper interface {
 	// LoginExpiry is when the access token of server's login (for url)
 	// expires, false for a login that can be refreshed or none.
 	LoginExpiry(server, url string) (time.Time, bool)
+	// Forget stops the warning due before server's login expires: the
+	// server left the pool (removed, disabled), or its changed entry
+	// names another URL or no OAuth login (a stdio command, a static
+	// Authorization header).
+	Forget(server string)
 }
 
 // LoginExpiry is when the access token of a remote server's OAuth login
@@ -842,9 +847,13 @@ func (p *Pool) ReconfigureWhy(ctx context.Context, servers []config.Server, why 
 		}
 		b.log.Info(strings.TrimPrefix(cause.Error(), "it was ") + "; stopping the backend")
 		b.stop(cause)
+		b.forgetLogin()
 	}
 	for _, b := range replaced {
 		b.stop(errReplaced)
+		if nb := next.byName[b.cfg.Name]; nb.auth() == nil || nb.cfg.URL != b.cfg.URL {
+			b.forgetLogin() // the new entry's login is another, or none
+		}
 	}
 	if p.started {
 		for _, b := range start {

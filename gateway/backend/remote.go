@@ -844,6 +844,16 @@ func (b *backend) loginExpiry() *LoginExpiry {
 	return &LoginExpiry{Expires: exp, Login: b.loginCommand().full}
 }
 
+// forgetLogin stops the warning due before the server's login expires
+// (ExpiryKeeper.Forget), once the backend is stopped for good: the
+// warning, logged after a reload removed the server, told to log in to a
+// server the config no longer had.
+func (b *backend) forgetLogin() {
+	if k, ok := b.auth().(ExpiryKeeper); ok {
+		k.Forget(b.cfg.Name)
+	}
+}
+
 // loginCommand is the command that logs in to the server, for its
 // refusals' fixes: the Authorizer's (LoginCommander) when it names one.
 func (b *backend) loginCommand() loginCmd {

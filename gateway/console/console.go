@@ -322,6 +322,9 @@ func (c *Console) authorize(w http.ResponseWriter, r *http.Request) (ss *session
 	if k := bearer(r); k != "" {
 		key, err := c.o.Keys.Scope(k)
 		caller.Key = key // a revoked or expired one too: its refusal names it
+		if c.keysUnreadable(w, r, caller, "console", err) {
+			return nil, caller, false, true, err
+		}
 		if err != nil {
 			record, after := c.recordRefusal(r)
 			if !record {
@@ -338,9 +341,27 @@ func (c *Console) authorize(w http.ResponseWriter, r *http.Request) (ss *session
 			caller.Key = key
 			return ss, caller, true, false, nil
 		}
+		if c.keysUnreadable(w, r, caller, "console", err) {
+			return ss, caller, false, true, err // the session stands: its key may be in force
+		}
 		return ss, caller, false, false, err
 	}
 	return ss, caller, false, false, nil
+}
+
+// keysUnreadable answers 503, audited, when err says the key store cannot
+// be read (keys.ErrUnavailable), as the HTTP front answers every request
+// then, and reports whether it did. The console said 401 "unknown, revoked
+// or expired" (or, to a session, that its key was revoked), so a key in
+// force was taken for a bad one. Such a request is no refusal of a key:
+// it is not counted against the address (the front's 503 is not either).
+func (c *Console) keysUnreadable(w http.ResponseWriter, r *http.Request, caller *policy.Caller, what string, err error) bool {
+	if !errors.Is(err, keys.ErrUnavailable) {
+		return false
+	}
+	c.audit(r, caller, audit.Record{Action: "http", Decision: audit.Denied, Reason: what + ": " + keys.ErrUnavailable.Error(), Status: http.StatusServiceUnavailable})
+	writeError(w, http.StatusServiceUnavailable, keys.UnavailableWords)
+	return true
 }
 
 // tooManyRefused answers 429 to an address over its refusal limit; last
@@ -979,7 +1000,9 @@ func (c *Console) serveLogin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	key := strings.TrimSpace(body.Key)
-	if k, err := c.o.Keys.Scope(key); err != nil {
+	if k, err := c.o.Keys.Scope(key); c.keysUnreadable(w, r, &policy.Caller{Key: k}, "console login", err) {
+		return
+	} else if err != nil {
 		if record, after := c.recordRefusal(r); !record {
 			tooManyRefused(w, after, "an unknown, revoked or expired API key")
 			return

@@ -137,12 +137,18 @@ type fakeKeys struct {
 	key     string
 	revoked bool
 	scopes  map[string]*policy.Key
+	// unreadable makes every key refused as the store refuses them
+	// while it cannot read its files (fail closed).
+	unreadable bool
 }
 
 func (k *fakeKeys) Required() bool { return true }
 func (k *fakeKeys) Scope(key string) (*policy.Key, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	if k.unreadable {
+		return nil, fmt.Errorf("%w: the data folder's keys: /srv/tg/keys.jsonl:8: not a key entry", keys.ErrUnavailable)
+	}
 	if s, ok := k.scopes[key]; ok {
 		return s, nil
 	}
@@ -564,6 +570,65 @@ func TestKeys(t *testing.T) {
 	}
 	if resp, _ := e.do(t, "POST", "/ui/api/restart", `{"server": "filesystem"}`, "Origin", origin, csrfHeader, csrf); resp.StatusCode != 401 {
 		t.Errorf("restart after the key was revoked: %d, want 401", resp.StatusCode)
+	}
+}
+
+// TestKeysUnreadable: while the gateway cannot read its API keys, the
+// console answers 503 in the words of the rest of the HTTP front (which
+// refuses every request so), audited as such. It answered a key in force
+// 401, "the API key was not accepted: it is unknown, revoked or expired",
+// at the login, as a bearer key and for a session logged in before, so
+// that its holder looked for a fault in a key that had none (a probe,
+// 2026-12-07).
+func TestKeysUnreadable(t *testing.T) {
+	fk := &fakeKeys{key: "tg_secret"}
+	log := &audittest.Log{}
+	e := newEnvWith(t, &Options{Catalog: fakeCatalog{}, Keys: fk, Audit: log})
+	origin := e.srv.URL
+	if resp, _ := e.do(t, "POST", "/ui/api/login", `{"key": "tg_secret"}`, "Origin", origin); resp.StatusCode != 204 {
+		t.Fatalf("login: %d", resp.StatusCode)
+	}
+	_, _, csrf := e.page(t, "")
+	fk.mu.Lock()
+	fk.unreadable = true
+	fk.mu.Unlock()
+	for _, c := range []struct {
+		name                string
+		method, path, body  string
+		header              []string
+		bearer, freshClient bool
+	}{
+		{name: "a session's state", method: "GET", path: "/ui/api/state"},
+		{name: "a session's restart", method: "POST", path: "/ui/api/restart", body: `{"server": "filesystem"}`, header: []string{"Origin", origin, csrfHeader, csrf}},
+		{name: "a bearer key's state", method: "GET", path: "/ui/api/state", bearer: true, freshClient: true},
+		{name: "a login", method: "POST", path: "/ui/api/login", body: `{"key": "tg_secret"}`, header: []string{"Origin", origin}, freshClient: true},
+	} {
+		req, _ := http.NewRequest(c.method, e.srv.URL+c.path, strings.NewReader(c.body))
+		for i := 0; i+1 < len(c.header); i += 2 {
+			req.Header.Set(c.header[i], c.header[i+1])
+		}
+		if c.bearer {
+			req.Header.Set("Authorization", "Bearer tg_secret")
+		}
+		client := e.client
+		if c.freshClient {
+			client = &http.Client{}
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(b), keys.UnavailableWords) || strings.Contains(string(b), "/srv/tg") {
+			t.Errorf("%s while the keys cannot be read: %d %s, want 503 saying %q", c.name, resp.StatusCode, b, keys.UnavailableWords)
+		}
+	}
+	if recs := log.Records(); len(recs) == 0 || recs[len(recs)-1].Status != http.StatusServiceUnavailable || recs[len(recs)-1].Reason != "console login: "+keys.ErrUnavailable.Error() {
+		t.Errorf("audit records %+v, want the login refused 503 for the store", recs)
+	}
+	if len(e.backends.restarted) != 0 {
+		t.Errorf("restarted %v while the keys could not be read", e.backends.restarted)
 	}
 }
 

@@ -36,6 +36,12 @@ var (
 	ErrUnavailable = errors.New("the API key store cannot be read")
 )
 
+// UnavailableWords are what the gateway answers every request with a key
+// while the store cannot be read (ErrUnavailable), with 503: the HTTP
+// front and the console alike. The reason is in the log, not the answer
+// (it names the key files).
+const UnavailableWords = "the gateway cannot read its API keys (its log says why); no request is let in until that is fixed"
+
 // UnknownWords are what the gateway answers a secret that is no key it can
 // name (unknown, or of a revoked key when the revoked keys cannot be read):
 // the same words for every such secret, which tell nothing of which keys

@@ -817,7 +817,9 @@ func (w *Writer) Failing() bool {
 // Report is the data folder's health as GET /status shows it (the
 // "storage" section). Fields are only ever added.
 type Report struct {
-	DataDir string `json:"dataDir"`
+	// DataDir is the data folder; empty in what an API key that is not
+	// admin reads (a path on the gateway's machine).
+	DataDir string `json:"dataDir,omitempty"`
 	// Writable says the folder can take a write now (Check passes).
 	Writable  bool   `json:"writable"`
 	FreeBytes uint64 `json:"freeBytes,omitempty"`

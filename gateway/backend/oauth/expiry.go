@@ -34,6 +34,22 @@ func (t *Tokens) LoginExpiry(server, url string) (time.Time, bool) {
 type expiryWatch struct {
 	expires time.Time
 	timer   *time.Timer
+	warned  bool // the warning was logged
+}
+
+// Forget stops the expiry warning of server's login (backend.ExpiryKeeper):
+// the server left the gateway (removed from the config, disabled, or its
+// entry changed), and the warning, due later, named a login no server of
+// the gateway used, with a command for a server the config no longer had.
+// A login warned of already is not warned of again when the server
+// comes back with it.
+func (t *Tokens) Forget(server string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if w, ok := t.expiring[server]; ok && !w.warned {
+		w.timer.Stop()
+		delete(t.expiring, server)
+	}
 }
 
 // watchExpiry logs, once per access token, a warning ExpiryWarnWithin
@@ -63,32 +79,57 @@ func (t *Tokens) watchExpiry(server string, c *Credentials) {
 	if d <= 0 {
 		w.timer = time.NewTimer(0)
 		w.timer.Stop()
+		w.warned = true
 		t.warnExpiry(server, exp)
 		return
 	}
-	// Looked at again every ExpiryRecheck at most: the timer's clock
-	// stands still while the machine sleeps (a laptop's lid closed over
-	// lunch warned an hour late, after the token had expired) and does
-	// not follow the wall clock when it is set.
-	w.timer = time.AfterFunc(min(d, t.opts.ExpiryRecheck), func() {
-		// The login may have changed since, with no request to say so.
-		c, err := t.store.Load(server)
-		switch {
-		case err != nil || c == nil || c.Refused != "":
-		case !c.Token.Expiry.Equal(exp) || refreshable(c):
-			t.watchExpiry(server, c) // a new login
-		case t.opts.Now().Before(exp.Add(-ExpiryWarnWithin)):
-			// Not due yet by the wall clock: wait on.
-			t.mu.Lock()
-			if t.expiring[server] == w {
-				delete(t.expiring, server)
+	t.armExpiry(server, w, d)
+}
+
+// armExpiry sets w's timer to look at server's login in d, or in
+// ExpiryRecheck when that is sooner: the warning is due at a wall time, and
+// the timer's clock stands still while the machine sleeps (a laptop's lid
+// closed over lunch warned an hour late, after the token had expired) and
+// does not follow the wall clock when it is set. t.mu is held.
+func (t *Tokens) armExpiry(server string, w *expiryWatch, d time.Duration) {
+	w.timer = time.AfterFunc(min(d, t.opts.ExpiryRecheck), func() { t.expiryDue(server, w) })
+}
+
+// expiryDue is w's timer: it warns of server's login when the warning is
+// due by the wall clock, else waits on.
+func (t *Tokens) expiryDue(server string, w *expiryWatch) {
+	exp := w.expires
+	t.mu.Lock()
+	current := t.expiring[server] == w
+	t.mu.Unlock()
+	if !current {
+		return // forgotten, or another login's since
+	}
+	// The login may have changed since, with no request to say so.
+	c, err := t.store.Load(server)
+	switch {
+	case err != nil || c == nil || c.Refused != "":
+	case c.Token.Expiry.Equal(exp) && !refreshable(c):
+		t.mu.Lock()
+		current = t.expiring[server] == w
+		if wait := exp.Add(-ExpiryWarnWithin).Sub(t.opts.Now()); current && wait > 0 {
+			// Not due yet by the wall clock: wait on, unless stopped.
+			select {
+			case <-t.stop:
+			default:
+				t.armExpiry(server, w, wait)
 			}
 			t.mu.Unlock()
-			t.watchExpiry(server, c)
-		default:
+			return
+		}
+		w.warned = current
+		t.mu.Unlock()
+		if current {
 			t.warnExpiry(server, exp)
 		}
-	})
+	default:
+		t.watchExpiry(server, c) // a new login
+	}
 }
 
 // warnExpiry logs that server's access token, expiring at exp, cannot be

@@ -82,3 +82,41 @@ func TestExpiryWarningFollowsWallClock(t *testing.T) {
 		t.Fatal("no warning 5 minutes before the token expires by the wall clock")
 	}
 }
+
+// TestExpiryWarningForgotten: a server that left the gateway (a reload
+// removed it) is not warned of when its login's window opens: the warning
+// named a login no server used, and a command for a server the config no
+// longer had. One warned of already is not warned of again when it
+// comes back.
+func TestExpiryWarningForgotten(t *testing.T) {
+	store := oauth.NewStore(t.TempDir())
+	const url = "http://127.0.0.1:1/mcp"
+	now := time.Now()
+	for server, exp := range map[string]time.Time{
+		"removed": now.Add(oauth.ExpiryWarnWithin + time.Second),           // forgotten well before
+		"kept":    now.Add(oauth.ExpiryWarnWithin + 1500*time.Millisecond), // warned of after "removed" would be
+		"close":   now.Add(oauth.ExpiryWarnWithin / 2),                     // warned of at once
+	} {
+		if err := store.Save(&oauth.Credentials{Server: server, URL: url, Token: oauth.Token{AccessToken: "at", Expiry: exp}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := make(warnings, 8)
+	tokens := oauth.NewTokens(store, &oauth.Options{Logger: slog.New(got)})
+	t.Cleanup(func() { tokens.Close() })
+	tokens.Transport("close", url, http.DefaultTransport, nil)
+	if msg := <-got; !strings.HasPrefix(msg, "close: ") {
+		t.Fatalf("warning %q, want close's", msg)
+	}
+	tokens.Forget("close")
+	tokens.Transport("close", url, http.DefaultTransport, nil) // enabled again
+	tokens.Transport("removed", url, http.DefaultTransport, nil)
+	tokens.Transport("kept", url, http.DefaultTransport, nil)
+	tokens.Forget("removed")
+	if msg := <-got; !strings.HasPrefix(msg, "kept: ") {
+		t.Errorf("warning %q, want kept's only", msg)
+	}
+	if len(got) != 0 {
+		t.Errorf("warned again: %q", <-got)
+	}
+}

@@ -608,7 +608,10 @@ func (tr *transport) reread() error {
 }
 
 // fresh reports whether tok may be sent: it does not expire within
-// RefreshBefore (at most half its lifetime).
+// RefreshBefore (at most half its lifetime). One without a refresh token
+// is sent until it expires: nothing renews it early, and its warning
+// (ExpiryNotice) says calls fail from its expiry. It was taken for
+// expired RefreshBefore early, its login marked refused.
 func (tr *transport) fresh(tok Token) bool {
 	if tok.AccessToken == "" {
 		return false
@@ -617,7 +620,9 @@ func (tr *transport) fresh(tok Token) bool {
 		return true
 	}
 	margin := tr.t.opts.RefreshBefore
-	if !tok.Obtained.IsZero() {
+	if tok.RefreshToken == "" {
+		margin = 0
+	} else if !tok.Obtained.IsZero() {
 		margin = min(margin, tok.Expiry.Sub(tok.Obtained)/2)
 	}
 	return tr.t.opts.Now().Add(margin).Before(tok.Expiry)
@@ -684,7 +689,14 @@ func (tr *transport) refresh(ctx context.Context, stale string) (string, error) 
 		return disk.Token.AccessToken, nil
 	}
 	if disk.Token.RefreshToken == "" {
-		return "", tr.refuse(disk, "the access token expired and the authorization server gave no refresh token")
+		why := "the access token expired and the authorization server gave no refresh token"
+		if tr.fresh(disk.Token) {
+			// The server's 401 to a token sent before its expiry (fresh
+			// with no refresh token is that): "expired" was not so, while
+			// the status had just said when it would expire.
+			why = "the server refused the access token before it expired (revoked, or the server's clock is ahead) and the authorization server gave no refresh token"
+		}
+		return "", tr.refuse(disk, why)
 	}
 	cfg := &oauth2.Config{
 		ClientID:     disk.Client.ID,

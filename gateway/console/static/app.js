@@ -221,7 +221,7 @@ function healthWarnings(st) {
   if (sto) {
     const failing = (sto.writers || []).filter((w) => !w.ok);
     if (!sto.writable) {
-      out.push("Data folder " + sto.dataDir + " NOT WRITABLE since " + at(sto.since) + ": " + sto.error + (sto.fix ? ". Fix: " + sto.fix : ""));
+      out.push("Data folder " + (sto.dataDir ? sto.dataDir + " " : "") + "NOT WRITABLE since " + at(sto.since) + ": " + sto.error + (sto.fix ? ". Fix: " + sto.fix : ""));
     }
     for (const w of failing) {
       out.push("Data folder store " + w.name + ": failing since " + at(w.since) + " (" + w.failures + " failures; " + w.degraded + "): " + w.error + (sto.writable && w.fix ? ". Fix: " + w.fix : ""));
@@ -232,7 +232,7 @@ function healthWarnings(st) {
     out.push("Quarantined, held from search_tools and execute_tool until approved: " + sec.quarantined.join(", ") + " (`toolgate tools quarantined` says why)");
   }
   if (sec && sec.pinsFault) {
-    out.push("Quarantine pins " + sec.pinsFault.file + " CANNOT BE READ since " + at(sec.pinsFault.since) + ": " + sec.pinsFault.error + ". Fix: " + sec.pinsFault.fix);
+    out.push("Quarantine pins " + (sec.pinsFault.file ? sec.pinsFault.file + " " : "") + "CANNOT BE READ since " + at(sec.pinsFault.since) + ": " + sec.pinsFault.error + ". Fix: " + sec.pinsFault.fix);
   }
   if (sec && sec.audit && sec.audit.dropped) {
     out.push("Audit log: " + sec.audit.dropped + " records lost (" + sec.audit.errors + " failed writes)");

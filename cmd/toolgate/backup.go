@@ -71,20 +71,43 @@ func runBackup(ctx context.Context, g *globals, dst string, out io.Writer, log *
 		return fmt.Errorf("data folder %s: %w", data, err)
 	}
 	if entries, err := os.ReadDir(dst); err == nil && len(entries) > 0 {
+		if left := entries[0].Name(); len(entries) == 1 && strings.HasPrefix(left, backupStagePrefix) {
+			return usageError{fmt.Errorf("%s holds %s, left by a backup that was killed half-way: remove it (%s), or give another folder to back up into",
+				dst, left, shellword.Join("rm", "-r", filepath.Join(dst, left)))}
+		}
 		return usageError{fmt.Errorf("%s is a folder that holds files: give a new folder (or an empty one) to back up into", dst)}
 	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
+	made := false
+	if _, err := os.Stat(dst); errors.Is(err, fs.ErrNotExist) {
+		made = true
+	}
 	if err := storage.MkdirOwnerOnly(dst); err != nil {
 		return err
+	}
+	// Everything is copied into a folder of its own inside dst first, and
+	// moved up only once all of it is there: a copy that fails half-way
+	// (a full disk, an I/O error) leaves dst as it was, not a data folder
+	// with a cut keys.jsonl that a restore would take for the keys.
+	stage, err := os.MkdirTemp(dst, backupStagePrefix)
+	if err != nil {
+		return err
+	}
+	failed := func(err error) error {
+		os.RemoveAll(stage)
+		if made {
+			os.Remove(dst) // only while empty
+		}
+		return fmt.Errorf("back up into %s: %w (nothing was kept there: run the command again)", dst, err)
 	}
 	// The small files, each written whole (a temporary file renamed over
 	// it): a copy read while gateways run is one of its versions.
 	var copied []string
 	for _, rel := range []string{rel(data, dirs.Keys(data)), rel(data, keys.RevokedFile(dirs.Keys(data))), rel(data, live.StateFile(data)), rel(data, dirs.Pins(data))} {
-		ok, err := copyDataFile(data, dst, rel)
+		ok, err := copyDataFile(data, stage, rel)
 		if err != nil {
-			return err
+			return failed(err)
 		}
 		if ok {
 			copied = append(copied, rel)
@@ -98,22 +121,32 @@ func runBackup(ctx context.Context, g *globals, dst string, out io.Writer, log *
 			continue
 		}
 		if err != nil {
-			return err
+			return failed(err)
 		}
 		for _, e := range entries {
 			if !e.Type().IsRegular() || strings.HasSuffix(e.Name(), ".lock") {
 				continue
 			}
 			name := filepath.Join(folder, e.Name())
-			if _, err := copyDataFile(data, dst, name); err != nil {
-				return err
+			if _, err := copyDataFile(data, stage, name); err != nil {
+				return failed(err)
 			}
 			copied = append(copied, name)
 		}
 	}
-	pairs, from, err := backupLearned(ctx, g, filepath.Join(dst, "learn"), log)
-	if err != nil {
-		return fmt.Errorf("learned pairs: %w\n(the other files are copied in %s)", err, dst)
+	pairs, from, lerr := backupLearned(ctx, g, filepath.Join(stage, "learn"), log)
+	if lerr != nil {
+		// The other files are whole: they are kept, without what the
+		// learned pairs' copy left.
+		if err := os.RemoveAll(filepath.Join(stage, "learn")); err != nil {
+			return failed(err)
+		}
+	}
+	if err := moveUp(stage, dst); err != nil {
+		return failed(err)
+	}
+	if lerr != nil {
+		return fmt.Errorf("learned pairs: %w\n(the other files are copied in %s)", lerr, dst)
 	}
 	for _, c := range copied {
 		fmt.Fprintf(out, "copied %s\n", c)
@@ -131,6 +164,25 @@ func runBackup(ctx context.Context, g *globals, dst string, out io.Writer, log *
 	return nil
 }
 
+// backupStagePrefix begins the name of the folder inside DIR that a backup
+// is copied into before it is moved up into DIR.
+const backupStagePrefix = ".backup-partial-"
+
+// moveUp moves every entry of stage into dst, its parent folder, then
+// removes stage: renames within one file system, which take no space.
+func moveUp(stage, dst string) error {
+	entries, err := os.ReadDir(stage)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if err := os.Rename(filepath.Join(stage, e.Name()), filepath.Join(dst, e.Name())); err != nil {
+			return err
+		}
+	}
+	return os.Remove(stage)
+}
+
 func rel(base, p string) string {
 	r, err := filepath.Rel(base, p)
 	if err != nil {
@@ -138,6 +190,10 @@ func rel(base, p string) string {
 	}
 	return r
 }
+
+// backupWriteFile writes a copied file (os.WriteFile; a test's fails as a
+// full disk does).
+var backupWriteFile = os.WriteFile
 
 // copyDataFile copies the data folder's file at rel into dst with its mode,
 // making its folder owner-only; false when it is not there.
@@ -158,7 +214,7 @@ func copyDataFile(data, dst, rel string) (bool, error) {
 	if err := storage.MkdirOwnerOnly(filepath.Dir(to)); err != nil {
 		return false, err
 	}
-	if err := os.WriteFile(to, b, fi.Mode().Perm()); err != nil {
+	if err := backupWriteFile(to, b, fi.Mode().Perm()); err != nil {
 		return false, err
 	}
 	return true, os.Chmod(to, fi.Mode().Perm()) // whatever the umask

@@ -6,11 +6,14 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/toolgate/toolgate/index/catalog"
+	"github.com/toolgate/toolgate/internal/storage"
 	"github.com/toolgate/toolgate/search/learn"
 )
 
@@ -146,5 +149,87 @@ func TestBackupConfig(t *testing.T) {
 		if b, err := os.ReadFile(filepath.Join(dst, "keys.jsonl")); err != nil || string(b) != key {
 			t.Errorf("backup with %s: keys.jsonl %q, %v; want the team's key", tc.name, b, err)
 		}
+	}
+}
+
+// TestBackupFullDiskLeavesNothing: a backup whose copy fails half-way (a
+// full disk: a file cut short, then ENOSPC) leaves DIR as it was, so the
+// command can be run again into it, and says what to do. It left DIR with
+// the files copied so far and the one cut short (keys.jsonl of 0 bytes on
+// a full tmpfs), a data folder that a restore would take as having no API
+// keys, and a second run was refused: "a folder that holds files".
+func TestBackupFullDiskLeavesNothing(t *testing.T) {
+	data := t.TempDir()
+	for name, body := range map[string]string{
+		"keys.jsonl":           `{"name":"ops","sha256":"` + strings.Repeat("a", 64) + `","created":"2026-12-06T14:50:42Z"}` + "\n",
+		"state.json":           `{"disabled": ["memory"]}`,
+		"quarantine/pins.json": `{"version":1,"tools":{}}`,
+		"audit/audit.jsonl":    `{"action":"search_tools"}` + "\n",
+	} {
+		p := filepath.Join(data, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The third file written fills the disk: half of it lands.
+	writes := 0
+	backupWriteFile = func(name string, b []byte, perm os.FileMode) error {
+		if writes++; writes == 3 {
+			os.WriteFile(name, b[:len(b)/2], perm)
+			return &os.PathError{Op: "write", Path: name, Err: syscall.ENOSPC}
+		}
+		return os.WriteFile(name, b, perm)
+	}
+	t.Cleanup(func() { backupWriteFile = os.WriteFile })
+
+	parent := t.TempDir()
+	empty := filepath.Join(parent, "empty")
+	if err := os.Mkdir(empty, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, dst := range []string{filepath.Join(parent, "new"), empty} {
+		writes = 0
+		var out bytes.Buffer
+		err := runBackup(context.Background(), &globals{dataDir: data}, dst, &out, nil)
+		if err == nil || !errors.Is(err, syscall.ENOSPC) || !strings.Contains(err.Error(), "nothing was kept there: run the command again") {
+			t.Fatalf("backup into %s on a full disk: %v, want ENOSPC and what to do", dst, err)
+		}
+		if fix := storage.CommandFix(err); !strings.Contains(fix, "free space on the file system of "+parent) {
+			t.Errorf("backup into %s on a full disk: fix %q, want free space on the file system of %s", dst, fix, parent)
+		}
+		entries, _ := os.ReadDir(dst)
+		if _, serr := os.Stat(dst); (dst == empty) != (serr == nil) || len(entries) > 0 {
+			t.Errorf("backup into %s on a full disk left %v (there: %v)", dst, entries, serr)
+		}
+		if out.Len() > 0 {
+			t.Errorf("backup into %s on a full disk printed %q", dst, out.String())
+		}
+	}
+	// A backup killed half-way leaves its folder inside DIR: named, with
+	// how to remove it.
+	left := filepath.Join(empty, backupStagePrefix+"123")
+	if err := os.Mkdir(left, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := runBackup(context.Background(), &globals{dataDir: data}, empty, &bytes.Buffer{}, nil); err == nil || !strings.Contains(err.Error(), "left by a backup that was killed half-way: remove it (rm -r "+left+")") {
+		t.Errorf("backup into a folder a killed backup left: %v, want the folder named", err)
+	}
+	os.Remove(left)
+	// Space back: the same DIR takes the backup.
+	backupWriteFile = os.WriteFile
+	var out bytes.Buffer
+	if err := runBackup(context.Background(), &globals{dataDir: data}, empty, &out, nil); err != nil {
+		t.Fatal(err)
+	}
+	entries, _ := os.ReadDir(empty)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if want := []string{"audit", "keys.jsonl", "quarantine", "state.json"}; !slices.Equal(names, want) {
+		t.Errorf("backup after space came back: %v, want %v", names, want)
 	}
 }

@@ -630,6 +630,40 @@ func TestServeRefusesUnreadablePins(t *testing.T) {
 	}
 }
 
+// TestServeRefusesUnreadableState: a state file that does not parse (cut
+// short, a hand edit's typo) stops serve at start, exit status 1, before
+// any backend starts, naming the file and the fix. The gateway used to log
+// "no server is disabled" and serve: every server disabled at run time
+// started, its tools shown and run, and GET /status said nothing of it.
+func TestServeRefusesUnreadableState(t *testing.T) {
+	data := t.TempDir()
+	state := live.StateFile(data)
+	torn := `{"disabled": ["fa`
+	if err := os.WriteFile(state, []byte(torn), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{}, {"--http", freeAddr(t)}} {
+		cmd := toolgateCmd(t, data, append([]string{"serve", "--config", fakeConfig(t, map[string]string{"fake": backendtest.ModeNormal}, nil)}, args...)...)
+		cmd.Stdin = strings.NewReader("") // a pipe, as a stdio client gives
+		out, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+			t.Fatalf("serve %v with a torn state file: %v, want exit status 1\n%s", args, err, out)
+		}
+		for _, want := range []string{"the state file " + state + " cannot be read", "so the gateway does not start", "mv " + state + " " + state + ".bad"} {
+			if !strings.Contains(string(out), want) {
+				t.Errorf("serve %v: output lacks %q:\n%s", args, want, out)
+			}
+		}
+		if strings.Contains(string(out), "backend up") {
+			t.Errorf("serve %v: a backend started with the state file unread:\n%s", args, out)
+		}
+	}
+	if b, err := os.ReadFile(state); err != nil || string(b) != torn {
+		t.Errorf("the state file was changed (%v)", err)
+	}
+}
+
 // TestDamagedLearnedPairs: a learned-pairs store that cannot be opened
 // though the data folder takes writes (Badger's files cut short) used to
 // turn learning off for the run with GET /status healthy. It is reported

@@ -33,6 +33,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/local"
 	"github.com/toolgate/toolgate/internal/dirs"
 	"github.com/toolgate/toolgate/internal/logring"
+	"github.com/toolgate/toolgate/internal/storage"
 	"github.com/toolgate/toolgate/internal/testenv"
 )
 
@@ -807,6 +808,51 @@ func TestStatusDefaultAddressOtherConfig(t *testing.T) {
 	out.Reset()
 	if err := runStatus(context.Background(), &out, f); err != nil || !strings.Contains(out.String(), "pid 4242") {
 		t.Errorf("status --config of its own default gateway: %v\n%s", err, out.String())
+	}
+}
+
+// TestStatusDefaultAddressOtherDataFolder: status --data-dir DIR with no
+// gateway on DIR (one SIGKILLed leaves its socket, which is passed over)
+// asks the default address; a gateway answering there on another data
+// folder is not DIR's: status says so (exit 1) rather than print that
+// gateway's backends all up, exit 0, as if DIR's ran. The data folder not
+// named (the default one: a gateway in a container, whose folder is its
+// own path) and the gateway on DIR itself print as before.
+func TestStatusDefaultAddressOtherDataFolder(t *testing.T) {
+	data := t.TempDir()
+	serving := func(dataDir string) string {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			json.NewEncoder(w).Encode(gateway.StatusReport{Process: &gateway.ProcessInfo{PID: 4242, Transport: "http"},
+				Storage: &storage.Report{DataDir: dataDir, Writable: true}})
+		}))
+		t.Cleanup(srv.Close)
+		return srv.Listener.Addr().String()
+	}
+	other := "/srv/other/toolgate"
+	f := statusFlags{dataDir: func(*config.File) string { return data }, timeout: 2 * time.Second, fallback: serving(other), named: true}
+	var out bytes.Buffer
+	err := runStatus(context.Background(), &out, f)
+	if err == nil || !strings.Contains(err.Error(), "the gateway at "+f.fallback+" runs on another data folder ("+other+"), not "+data) ||
+		!strings.Contains(err.Error(), "no gateway runs on the data folder "+data) || out.Len() > 0 {
+		t.Errorf("status --data-dir of another folder's default gateway: %v\n%s", err, out.String())
+	}
+	// Not named: the gateway at the default address is the one asked for.
+	f.named = false
+	out.Reset()
+	if err := runStatus(context.Background(), &out, f); err != nil || !strings.Contains(out.String(), "pid 4242") {
+		t.Errorf("status of the default data folder's default gateway: %v\n%s", err, out.String())
+	}
+	// On the folder named (through a symlink too): it is its gateway.
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(data, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, served := range []string{data, link} {
+		f = statusFlags{dataDir: func(*config.File) string { return data }, timeout: 2 * time.Second, fallback: serving(served), named: true}
+		out.Reset()
+		if err := runStatus(context.Background(), &out, f); err != nil || !strings.Contains(out.String(), "pid 4242") {
+			t.Errorf("status --data-dir of its own default gateway (%s): %v\n%s", served, err, out.String())
+		}
 	}
 }
 

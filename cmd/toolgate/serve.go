@@ -280,6 +280,9 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 	if err != nil {
 		return err
 	}
+	if err := checkState(live.StateFile(g.DataDir())); err != nil {
+		return err
+	}
 	defer sec.Close() // last: the gateway has stopped writing to the audit log
 	var ln net.Listener
 	var hf *httpFront      // the HTTP front, served from the moment ln is taken

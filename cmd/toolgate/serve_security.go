@@ -17,6 +17,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/gateway/console"
 	"github.com/toolgate/toolgate/gateway/keys"
+	"github.com/toolgate/toolgate/gateway/live"
 	"github.com/toolgate/toolgate/gateway/mgmt"
 	"github.com/toolgate/toolgate/gateway/policy"
 	"github.com/toolgate/toolgate/gateway/quarantine"
@@ -124,6 +125,25 @@ func checkPins(path string) (datafile.Stamped[*quarantine.File], error) {
 			path, err, shellword.Join("mv", path, path+".bad"))
 	}
 	return pins, nil
+}
+
+// checkState fails closed at start on a state file (state.json) that is
+// there but cannot be read or parsed (cut short, edited by hand): served
+// without it, every server disabled at run time (toolgate servers
+// disable, toolgate__disable_server) would start and its tools be shown
+// and run. While serving, such a file leaves the servers disabled as they
+// are (live); at start there is nothing to leave, so it refuses, as
+// checkPins does. A missing file is a first start; a data folder that is a
+// file (ENOTDIR) is the degraded start's.
+func checkState(path string) error {
+	_, err := live.ReadState(path)
+	if err == nil || errors.Is(err, syscall.ENOTDIR) {
+		return nil
+	}
+	return fmt.Errorf("the state file %s cannot be read: %w\n"+
+		"It keeps the servers disabled at run time; without it they would start, so the gateway does not start. Fix: restore it from a backup, "+
+		"correct it by hand (%s), or move it aside (%s): every server then starts enabled",
+		path, err, `{"disabled": ["NAME"]}`, shellword.Join("mv", path, path+".bad"))
 }
 
 // open opens the audit log and the quarantine's pins in the data folder,

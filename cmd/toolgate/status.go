@@ -61,6 +61,10 @@ type statusFlags struct {
 	// runs on the data folder ("": defaultStatusAddr; tests point it
 	// where nothing listens).
 	fallback string
+	// named says that the data folder was named (--data-dir or
+	// $TOOLGATE_DATA_DIR): a gateway at the fallback address that runs on
+	// another one is not its gateway.
+	named bool
 }
 
 func newStatusCmd(g *globals) *cobra.Command {
@@ -79,7 +83,9 @@ gateway running on the data folder (--data-dir, $TOOLGATE_DATA_DIR, the
 config's dataDir, or the default): each toolgate serve, on stdio or HTTP,
 answers on a socket of its own in the folder's run/, so the gateways an MCP
 client started on stdio are found too, each with its PID and its client's
-name. When none runs there, it asks ` + defaultStatusAddr + `.
+name. When none runs there, it asks ` + defaultStatusAddr + `; a gateway there
+that runs on another data folder than the one --data-dir (or
+$TOOLGATE_DATA_DIR) names is not its gateway, and status says so (exit 1).
 The storage line says whether the data folder can take writes, and while
 it cannot, since when, why, the fix and what each failing store does.
 With a toolgate.http.addr in --config and no $` + envKey + `, the gateway on the
@@ -95,6 +101,7 @@ mode needs the model, or it cannot read its API keys; 1 when no gateway
 answers.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			f.named = g.dataDir != "" || os.Getenv(dirs.EnvData) != ""
 			f.dataDir = func(cfg *config.File) string {
 				if cfg != nil {
 					g.applyConfig(cfg.Toolgate)
@@ -184,9 +191,9 @@ func runStatus(ctx context.Context, w io.Writer, f statusFlags) error {
 		f.timeout = 5 * time.Second
 	}
 	// No address: the gateways on the data folder, else the default one.
-	noneLocal := ""
+	noneLocal, dataDir := "", ""
 	if addr == "" && f.dataDir != nil {
-		dataDir := f.dataDir(cfg)
+		dataDir = f.dataDir(cfg)
 		if n, err := statusLocal(ctx, w, dataDir, f, nil); n > 0 {
 			return err
 		}
@@ -265,10 +272,39 @@ func runStatus(ctx context.Context, w io.Writer, f statusFlags) error {
 			return err
 		}
 	}
+	if fellBack && cfg == nil && f.named && rep.Storage != nil {
+		if err := otherDataDir(hostOf(u), rep.Storage.DataDir, dataDir, noneLocal); err != nil {
+			return err
+		}
+	}
 	if err := writeStatus(w, body, rep, f.asJSON); err != nil {
 		return err
 	}
 	return degraded(rep)
+}
+
+// otherDataDir is the error of a gateway at host, asked at the default
+// address for the data folder named (--data-dir), that runs on another
+// one (its storage's, served): its status is not that folder's gateway's
+// (which a SIGKILL or a crash stopped, say). nil when it runs on dataDir
+// or does not say.
+func otherDataDir(host, served, dataDir, noneLocal string) error {
+	if served == "" || dataDir == "" || sameFolder(served, dataDir) {
+		return nil
+	}
+	return fmt.Errorf("the gateway at %s runs on another data folder (%s), not %s%s\n%s",
+		host, served, dataDir, noneLocal, startOne(host))
+}
+
+// sameFolder says that a and b are one folder: the same path once made
+// absolute, or the same file (a symlink, a bind mount).
+func sameFolder(a, b string) bool {
+	if absPaths([]string{a})[0] == absPaths([]string{b})[0] {
+		return true
+	}
+	fa, errA := os.Stat(a)
+	fb, errB := os.Stat(b)
+	return errA == nil && errB == nil && os.SameFile(fa, fb)
 }
 
 // otherConfig is the error of a gateway at host, asked at the default

@@ -463,6 +463,29 @@ func statfs(dir string) (unix.Statfs_t, error) {
 
 func freeOf(st unix.Statfs_t) uint64 { return st.Bavail * uint64(st.Bsize) }
 
+// faultDir is the folder whose file system a fix for err, a failure to
+// write in the data folder dir, names: dir, or, when the path that failed
+// (the nearest folder on its way that exists) is on another file system
+// than dir (a volume mounted at dir/audit), that file system's mount point.
+func faultDir(dir string, err error) string {
+	var pe *fs.PathError
+	var ds, ps unix.Stat_t
+	if !errors.As(err, &pe) || unix.Stat(dir, &ds) != nil {
+		return dir
+	}
+	p := filepath.Dir(filepath.Clean(pe.Path))
+	for unix.Stat(p, &ps) != nil {
+		if filepath.Dir(p) == p {
+			return dir
+		}
+		p = filepath.Dir(p)
+	}
+	if ps.Dev == ds.Dev {
+		return dir
+	}
+	return mountPoint(p)
+}
+
 // mountPoint is the folder the file system of dir is mounted at: the
 // highest folder on dir's way on the same device (dir itself when its
 // device cannot be read).
@@ -489,10 +512,13 @@ func roomOf(st unix.Statfs_t) uint64 {
 }
 
 // Fix says what an operator does about err, a failure to write in the data
-// folder dir.
+// folder dir. A file system's refusal (full, out of inodes, read-only)
+// names the file system the write failed on: a volume mounted inside dir
+// (the audit log's folder on a log volume) is another one than dir's.
 func Fix(dir string, err error) string {
 	var fe *FolderError
 	var de *DeniedError
+	at := faultDir(dir, err)
 	switch {
 	case errors.As(err, &fe) && fe.Fix != "":
 		return fe.Fix
@@ -504,7 +530,7 @@ func Fix(dir string, err error) string {
 		}
 		return fmt.Sprintf("create the folder again (%s): writers resume by themselves once it is there, and write back what they hold in memory (a restart creates it too, but what was held only in memory is lost)", shellword.Join("mkdir", "-p", dir))
 	case errors.Is(err, syscall.EROFS):
-		return fmt.Sprintf("remount the file system of %s read-write, or restart toolgate with --data-dir on a writable one; writers resume by themselves once it is writable", dir)
+		return fmt.Sprintf("remount the file system of %s read-write, or restart toolgate with --data-dir on a writable one; writers resume by themselves once it is writable", at)
 	case errors.Is(err, os.ErrPermission):
 		if _, serr := os.Stat(dir); serr != nil {
 			// Not there: what keeps this user from making it.
@@ -515,10 +541,10 @@ func Fix(dir string, err error) string {
 			}
 		}
 		return fmt.Sprintf("give this user write access to %s (chown/chmod), or restart toolgate with another --data-dir; writers resume by themselves once it is writable", dir)
-	case errors.Is(err, syscall.ENOSPC) && outOfInodes(dir):
-		return inodesFix(dir) + "; writers resume by themselves once files can be made there"
+	case errors.Is(err, syscall.ENOSPC) && outOfInodes(at):
+		return inodesFix(at) + "; writers resume by themselves once files can be made there"
 	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
-		return fmt.Sprintf("free space on the file system of %s; writers resume by themselves once there is room", dir)
+		return fmt.Sprintf("free space on the file system of %s; writers resume by themselves once there is room", at)
 	case Shortage(err) == syscall.ENFILE:
 		return ShortageFix(syscall.ENFILE) + "; writers resume by themselves once descriptors are free"
 	case Shortage(err) == syscall.EMFILE:

@@ -182,6 +182,37 @@ func TestFixNamesTheCause(t *testing.T) {
 
 // A file where a folder of the data folder's path should be: the fix names
 // that file (mkdir -p would fail on it).
+// TestFixNamesTheFileSystemThatFailed: a write that fails for want of space
+// (or inodes, or on a read-only file system) in a folder of the data
+// folder that is another file system (a log volume mounted at audit/)
+// names that one, not the data folder's, which may have plenty free: the
+// fix said "free space on the file system of DATA" while `df DATA` showed
+// 56 GB free and the audit log's own 1 MiB volume was full.
+func TestFixNamesTheFileSystemThatFailed(t *testing.T) {
+	dir := t.TempDir()
+	other := "/dev/shm" // a tmpfs of its own on Linux
+	var ds, ss unix.Stat_t
+	if unix.Stat(dir, &ds) != nil || unix.Stat(other, &ss) != nil || ds.Dev == ss.Dev {
+		testenv.Missing(t, "%s on a file system other than %s's", other, dir)
+		return
+	}
+	vol := filepath.Join(dir, "audit")
+	if err := os.Symlink(other, vol); err != nil { // stat follows it, as it does a mount
+		t.Fatal(err)
+	}
+	for _, errno := range []syscall.Errno{syscall.ENOSPC, syscall.EROFS} {
+		err := fmt.Errorf("audit log: %w", &os.PathError{Op: "write", Path: filepath.Join(vol, "audit.jsonl"), Err: errno})
+		if got := Fix(dir, err); !strings.Contains(got, "file system of "+vol+";") && !strings.Contains(got, "file system of "+vol+" read-write") {
+			t.Errorf("Fix(%v) = %q, want it to name %s", err, got, vol)
+		}
+		// A write on the data folder's own file system names the data folder.
+		err = &os.PathError{Op: "write", Path: filepath.Join(dir, "state.json"), Err: errno}
+		if got := Fix(dir, err); !strings.Contains(got, "file system of "+dir) {
+			t.Errorf("Fix(%v) = %q, want it to name %s", err, got, dir)
+		}
+	}
+}
+
 func TestFixNamesTheFileInTheWay(t *testing.T) {
 	f := filepath.Join(t.TempDir(), "file")
 	if err := os.WriteFile(f, nil, 0o644); err != nil {

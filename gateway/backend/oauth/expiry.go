@@ -83,29 +83,53 @@ func (t *Tokens) watchExpiry(server string, c *Credentials) {
 		t.warnExpiry(server, exp)
 		return
 	}
-	w.timer = time.AfterFunc(d, func() {
+	t.armExpiry(server, w, d)
+}
+
+// armExpiry sets w's timer to look at server's login in d, or in
+// ExpiryRecheck when that is sooner: the warning is due at a wall time, and
+// the timer's clock stands still while the machine sleeps (a laptop's lid
+// closed over lunch warned an hour late, after the token had expired) and
+// does not follow the wall clock when it is set. t.mu is held.
+func (t *Tokens) armExpiry(server string, w *expiryWatch, d time.Duration) {
+	w.timer = time.AfterFunc(min(d, t.opts.ExpiryRecheck), func() { t.expiryDue(server, w) })
+}
+
+// expiryDue is w's timer: it warns of server's login when the warning is
+// due by the wall clock, else waits on.
+func (t *Tokens) expiryDue(server string, w *expiryWatch) {
+	exp := w.expires
+	t.mu.Lock()
+	current := t.expiring[server] == w
+	t.mu.Unlock()
+	if !current {
+		return // forgotten, or another login's since
+	}
+	// The login may have changed since, with no request to say so.
+	c, err := t.store.Load(server)
+	switch {
+	case err != nil || c == nil || c.Refused != "":
+	case c.Token.Expiry.Equal(exp) && !refreshable(c):
 		t.mu.Lock()
-		current := t.expiring[server] == w
-		t.mu.Unlock()
-		if !current {
-			return // forgotten, or another login's since
-		}
-		// The login may have changed since, with no request to say so.
-		c, err := t.store.Load(server)
-		switch {
-		case err != nil || c == nil || c.Refused != "":
-		case c.Token.Expiry.Equal(exp) && !refreshable(c):
-			t.mu.Lock()
-			current = t.expiring[server] == w
-			w.warned = current
-			t.mu.Unlock()
-			if current {
-				t.warnExpiry(server, exp)
+		current = t.expiring[server] == w
+		if wait := exp.Add(-ExpiryWarnWithin).Sub(t.opts.Now()); current && wait > 0 {
+			// Not due yet by the wall clock: wait on, unless stopped.
+			select {
+			case <-t.stop:
+			default:
+				t.armExpiry(server, w, wait)
 			}
-		default:
-			t.watchExpiry(server, c) // a new login
+			t.mu.Unlock()
+			return
 		}
-	})
+		w.warned = current
+		t.mu.Unlock()
+		if current {
+			t.warnExpiry(server, exp)
+		}
+	default:
+		t.watchExpiry(server, c) // a new login
+	}
 }
 
 // warnExpiry logs that server's access token, expiring at exp, cannot be

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -50,6 +51,35 @@ func TestExpiryWarningTimer(t *testing.T) {
 	tokens.Transport("demo", "http://127.0.0.1:1/mcp", http.DefaultTransport, nil)
 	if len(got) != 0 {
 		t.Errorf("warned again: %q", <-got)
+	}
+}
+
+// TestExpiryWarningFollowsWallClock: the warning is due at a wall time, and
+// a timer's clock stands still while the machine sleeps. A login expiring in
+// 2 h, then the wall clock 1 h 55 m on (a laptop that slept, or a clock
+// set): the warning comes at once (within ExpiryRecheck), not 1 h 50 m of
+// the timer's clock later, after the token has expired.
+func TestExpiryWarningFollowsWallClock(t *testing.T) {
+	base := time.Now()
+	var ahead atomic.Int64
+	now := func() time.Time { return base.Add(time.Duration(ahead.Load())) }
+	store := oauth.NewStore(t.TempDir())
+	exp := base.Add(2 * time.Hour).Truncate(time.Second)
+	if err := store.Save(&oauth.Credentials{Server: "demo", URL: "http://127.0.0.1:1/mcp", Token: oauth.Token{AccessToken: "at", Expiry: exp}}); err != nil {
+		t.Fatal(err)
+	}
+	got := make(warnings, 4)
+	tokens := oauth.NewTokens(store, &oauth.Options{Logger: slog.New(got), Now: now, ExpiryRecheck: 5 * time.Millisecond})
+	t.Cleanup(func() { tokens.Close() })
+	tokens.Transport("demo", "http://127.0.0.1:1/mcp", http.DefaultTransport, nil)
+	ahead.Store(int64(time.Hour + 55*time.Minute))
+	select {
+	case msg := <-got:
+		if !strings.Contains(msg, "expires at ") || !strings.Contains(msg, ", in 5m0s,") && !strings.Contains(msg, ", in 4m59s,") {
+			t.Errorf("warning %q, want it due in 5 minutes", msg)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no warning 5 minutes before the token expires by the wall clock")
 	}
 }
 

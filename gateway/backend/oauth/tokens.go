@@ -36,6 +36,12 @@ type Options struct {
 	// Now is the clock that decides when a token expires (default
 	// time.Now); tests move it forward.
 	Now func() time.Time
+	// ExpiryRecheck is how often Now is looked at while the warning of a
+	// login that cannot be refreshed is due later (default 1m): the
+	// warning is due at a wall time, and timers run on a clock that stands
+	// still while the machine sleeps and does not follow the wall clock
+	// when it is set.
+	ExpiryRecheck time.Duration
 	// Storage is asked before a login is written back to the data folder
 	// (a refreshed token, a refused login) and told how the write went
 	// (nil: every write is tried). While it refuses, refreshed tokens are
@@ -68,6 +74,9 @@ func (o *Options) withDefaults() Options {
 	}
 	if r.Now == nil {
 		r.Now = time.Now
+	}
+	if r.ExpiryRecheck <= 0 {
+		r.ExpiryRecheck = time.Minute
 	}
 	if r.Storage == nil {
 		r.Storage = storage.Unchecked

@@ -852,6 +852,26 @@ func (h held) Check(_ *policy.Caller, t catalog.Tool) string {
 	return ""
 }
 
+// twoWriteFiles is the test catalog's engine with memory__write_file
+// beside filesystem__write_file, and a caller that records the tools it
+// ran ("server/tool") in *ran.
+func twoWriteFiles(t *testing.T) (eng *search.Engine, caller *fakeCaller, ran *[]string) {
+	t.Helper()
+	cat := append(slices.Clone(testCatalog), catalog.Tool{Server: "memory", Name: "write_file", Description: "Write a memory file"})
+	ix, err := index.Build(context.Background(), cat, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng = search.New(ix, nil, nil)
+	t.Cleanup(func() { eng.Close() })
+	ran = new([]string)
+	caller = &fakeCaller{call: func(server, tool string, _ map[string]any) (*mcp.CallToolResult, error) {
+		*ran = append(*ran, server+"/"+tool)
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil
+	}}
+	return eng, caller, ran
+}
+
 // A tool's name without its server runs the one tool of that name only
 // when no other tool the caller's own scope shows has it: a server
 // disabled at run time, or a tool quarantined since (a changed
@@ -861,18 +881,7 @@ func (h held) Check(_ *policy.Caller, t catalog.Tool) string {
 // quarantined. A tool outside the caller's profile still does not count:
 // the caller learns nothing of it.
 func TestExecuteToolBareNameNotAnotherServers(t *testing.T) {
-	cat := append(slices.Clone(testCatalog), catalog.Tool{Server: "memory", Name: "write_file", Description: "Write a memory file"})
-	ix, err := index.Build(context.Background(), cat, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	eng := search.New(ix, nil, nil)
-	t.Cleanup(func() { eng.Close() })
-	var ran []string
-	caller := &fakeCaller{call: func(server, tool string, _ map[string]any) (*mcp.CallToolResult, error) {
-		ran = append(ran, server+"/"+tool)
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil
-	}}
+	eng, caller, ran := twoWriteFiles(t)
 	pol := policy.NewSet(
 		policy.NewConfigured([]string{"memory", "filesystem", "everything", "weird"}),
 		policy.NewProfiles(map[string]config.Profile{"kg": {Servers: []string{"memory"}}}),
@@ -880,8 +889,8 @@ func TestExecuteToolBareNameNotAnotherServers(t *testing.T) {
 	g := New(eng, caller, &Options{Policy: pol})
 	args := map[string]any{"name": "write_file", "arguments": map[string]any{"path": "/a", "content": "x"}}
 	run := func(c *policy.Caller) (*mcp.CallToolResult, []string) {
-		ran = nil
-		return call(t, connectAs(t, g, c), ExecuteToolName, args), ran
+		*ran = nil
+		return call(t, connectAs(t, g, c), ExecuteToolName, args), *ran
 	}
 	if res, got := run(&policy.Caller{Profile: "kg"}); res.IsError || !slices.Equal(got, []string{"memory/write_file"}) {
 		t.Errorf("profile kg (memory alone): ran %v: %s", got, text(res))
@@ -912,26 +921,15 @@ func TestExecuteToolBareNameNotAnotherServers(t *testing.T) {
 // but the answer named only the other server's tool ("search_tools also
 // finds: memory__write_file"), the one the model did not mean.
 func TestHeldBareReadAsBareName(t *testing.T) {
-	cat := append(slices.Clone(testCatalog), catalog.Tool{Server: "memory", Name: "write_file", Description: "Write a memory file"})
-	ix, err := index.Build(context.Background(), cat, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	eng := search.New(ix, nil, nil)
-	t.Cleanup(func() { eng.Close() })
-	var ran []string
-	caller := &fakeCaller{call: func(server, tool string, _ map[string]any) (*mcp.CallToolResult, error) {
-		ran = append(ran, server+"/"+tool)
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil
-	}}
+	eng, caller, ran := twoWriteFiles(t)
 	pol := policy.NewSet(policy.NewConfigured([]string{"memory", "filesystem", "everything", "weird"}), policy.NewDisabled([]string{"filesystem"}))
 	g := New(eng, caller, &Options{Policy: pol})
 	cs := connectAs(t, g, &policy.Caller{})
 	for _, name := range []string{"WRITE_FILE", "ｗｒｉｔｅ_file", "write-file"} {
-		ran = nil
+		*ran = nil
 		res := call(t, cs, ExecuteToolName, map[string]any{"name": name, "arguments": map[string]any{"path": "/a", "content": "x"}})
-		if !res.IsError || len(ran) != 0 {
-			t.Errorf("%s: ran %v, want nothing run: %s", name, ran, text(res))
+		if !res.IsError || len(*ran) != 0 {
+			t.Errorf("%s: ran %v, want nothing run: %s", name, *ran, text(res))
 		}
 		if !strings.Contains(text(res), "filesystem__write_file has that name and cannot run now: ") {
 			t.Errorf("%s: the answer does not name filesystem__write_file and why it cannot run: %s", name, text(res))

@@ -827,12 +827,10 @@ func TestOAuthUnrefreshableLoginExpiry(t *testing.T) {
 	}
 }
 
-// TestOAuthUnrefreshableUsedUntilExpiry: the access token of a login that
-// cannot be refreshed is sent until it expires, as its warning says. It
-// was taken for expired RefreshBefore (1m) early, its login file marked
-// refused ("the access token expired") and the server needing a login
-// while the warning logged at the same moment said "in 55s".
-func TestOAuthUnrefreshableUsedUntilExpiry(t *testing.T) {
+// unrefreshableUp is a pool whose server demo is up on a login that cannot
+// be refreshed (no refresh token), on e's clock, and that login.
+func unrefreshableUp(t *testing.T) (*oauthEnv, *oauth.Credentials) {
+	t.Helper()
 	e := newOAuthServers(t, config.TypeHTTP, true)
 	c := e.stored(t)
 	c.Token.RefreshToken = ""
@@ -847,6 +845,16 @@ func TestOAuthUnrefreshableUsedUntilExpiry(t *testing.T) {
 	if st := statusOf(t, e.pool, "demo"); st.State != StateUp {
 		t.Fatalf("state %s: %s", st.State, st.Err)
 	}
+	return e, c
+}
+
+// TestOAuthUnrefreshableUsedUntilExpiry: the access token of a login that
+// cannot be refreshed is sent until it expires, as its warning says. It
+// was taken for expired RefreshBefore (1m) early, its login file marked
+// refused ("the access token expired") and the server needing a login
+// while the warning logged at the same moment said "in 55s".
+func TestOAuthUnrefreshableUsedUntilExpiry(t *testing.T) {
+	e, c := unrefreshableUp(t)
 	// 30 s before it expires: within RefreshBefore, which a login that
 	// cannot be refreshed has no use for.
 	e.clock.Advance(time.Until(c.Token.Expiry) - 30*time.Second)
@@ -918,20 +926,7 @@ func TestOAuthRemovedServerForgotten(t *testing.T) {
 // access token expired", which it had not (its loginExpiry, just shown,
 // said when it would).
 func TestOAuthUnrefreshableRefusedEarly(t *testing.T) {
-	e := newOAuthServers(t, config.TypeHTTP, true)
-	c := e.stored(t)
-	c.Token.RefreshToken = ""
-	if err := e.store.Save(c); err != nil {
-		t.Fatal(err)
-	}
-	tokens := oauth.NewTokens(e.store, &oauth.Options{Logger: e.logs.Logger(), Now: e.clock.Now, PollInterval: 10 * time.Millisecond})
-	t.Cleanup(func() { tokens.Close() })
-	o := testOptions(e.logs)
-	o.Auth = tokens
-	e.pool = startPool(t, []config.Server{{Name: "demo", Type: config.TypeHTTP, URL: e.rs.URL}}, o)
-	if st := statusOf(t, e.pool, "demo"); st.State != StateUp {
-		t.Fatalf("state %s: %s", st.State, st.Err)
-	}
+	e, _ := unrefreshableUp(t)
 	e.as.ExpireAccessTokens() // revoked at the authorization server
 	_, err := e.pool.CallTool(context.Background(), "demo", "echo", map[string]any{"text": "revoked"})
 	if err == nil || !strings.Contains(err.Error(), "the server refused the access token before it expired") || strings.Contains(err.Error(), "the access token expired") {

@@ -92,9 +92,17 @@ func runBackup(ctx context.Context, g *globals, dst string, out io.Writer, log *
 		defer unlock()
 	}
 	if entries, err := os.ReadDir(dst); err == nil && len(entries) > 0 {
-		if left := entries[0].Name(); len(entries) == 1 && strings.HasPrefix(left, backupStagePrefix) {
-			return usageError{fmt.Errorf("%s holds %s, left by a backup that was killed half-way: remove it (%s), or give another folder to back up into",
-				dst, left, shellword.Join("rm", "-r", filepath.Join(dst, left)))}
+		for _, e := range entries {
+			if left := e.Name(); strings.HasPrefix(left, backupStagePrefix) {
+				if len(entries) > 1 {
+					// Killed while it moved its files up: some are
+					// beside its folder.
+					return usageError{fmt.Errorf("%s holds %s, left by a backup that was killed half-way, beside files it had moved up: they are not a whole backup. Give another folder to back up into, or empty this one",
+						dst, left)}
+				}
+				return usageError{fmt.Errorf("%s holds %s, left by a backup that was killed half-way: remove it (%s), or give another folder to back up into",
+					dst, left, shellword.Join("rm", "-r", filepath.Join(dst, left)))}
+			}
 		}
 		return usageError{fmt.Errorf("%s is a folder that holds files: give a new folder (or an empty one) to back up into", dst)}
 	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {

@@ -268,3 +268,25 @@ func TestBackupUnderWay(t *testing.T) {
 		t.Errorf("backup into a folder a killed backup left: %v", err)
 	}
 }
+
+// TestBackupKilledMovingUp: a backup killed while it moved its files up
+// into DIR leaves some of them there beside its .backup-partial-… folder:
+// not a whole backup. The next run into DIR said only `a folder that holds
+// files`, as if DIR held a backup; it names the killed backup's folder and
+// says that what is beside it is not a whole backup.
+func TestBackupKilledMovingUp(t *testing.T) {
+	data := t.TempDir()
+	dst := t.TempDir()
+	left := filepath.Join(dst, backupStagePrefix+"123")
+	if err := os.MkdirAll(filepath.Join(left, "audit"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dst, "keys.jsonl"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	err := runBackup(context.Background(), &globals{dataDir: data}, dst, &bytes.Buffer{}, nil)
+	if err == nil || !strings.Contains(err.Error(), dst+" holds "+backupStagePrefix+"123, left by a backup that was killed half-way") ||
+		!strings.Contains(err.Error(), "not a whole backup") {
+		t.Errorf("backup into a folder a backup killed while moving up left: %v", err)
+	}
+}

@@ -20,6 +20,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/keys"
 	"github.com/toolgate/toolgate/gateway/live"
 	"github.com/toolgate/toolgate/gateway/local"
+	"github.com/toolgate/toolgate/internal/datafile"
 	"github.com/toolgate/toolgate/internal/dirs"
 	"github.com/toolgate/toolgate/internal/shellword"
 	"github.com/toolgate/toolgate/internal/storage"
@@ -70,18 +71,42 @@ func runBackup(ctx context.Context, g *globals, dst string, out io.Writer, log *
 	if _, err := os.Stat(data); err != nil {
 		return fmt.Errorf("data folder %s: %w", data, err)
 	}
+	made := false
+	if _, err := os.Stat(dst); errors.Is(err, fs.ErrNotExist) {
+		made = true
+		if err := storage.MkdirOwnerOnly(dst); err != nil {
+			return err
+		}
+	}
+	// DIR is held while the backup writes into it: a second backup into
+	// it (two cron jobs, a command run twice) is told so, not that the
+	// first's folder there was left by a killed backup, to remove.
+	unlock, ok, err := datafile.TryLockDir(dst)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if err == nil && !ok {
+		return usageError{fmt.Errorf("another toolgate backup is writing into %s: wait for it to end, or give another folder to back up into", dst)}
+	}
+	if unlock != nil {
+		defer unlock()
+	}
 	if entries, err := os.ReadDir(dst); err == nil && len(entries) > 0 {
-		if left := entries[0].Name(); len(entries) == 1 && strings.HasPrefix(left, backupStagePrefix) {
-			return usageError{fmt.Errorf("%s holds %s, left by a backup that was killed half-way: remove it (%s), or give another folder to back up into",
-				dst, left, shellword.Join("rm", "-r", filepath.Join(dst, left)))}
+		for _, e := range entries {
+			if left := e.Name(); strings.HasPrefix(left, backupStagePrefix) {
+				if len(entries) > 1 {
+					// Killed while it moved its files up: some are
+					// beside its folder.
+					return usageError{fmt.Errorf("%s holds %s, left by a backup that was killed half-way, beside files it had moved up: they are not a whole backup. Give another folder to back up into, or empty this one",
+						dst, left)}
+				}
+				return usageError{fmt.Errorf("%s holds %s, left by a backup that was killed half-way: remove it (%s), or give another folder to back up into",
+					dst, left, shellword.Join("rm", "-r", filepath.Join(dst, left)))}
+			}
 		}
 		return usageError{fmt.Errorf("%s is a folder that holds files: give a new folder (or an empty one) to back up into", dst)}
 	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
-	}
-	made := false
-	if _, err := os.Stat(dst); errors.Is(err, fs.ErrNotExist) {
-		made = true
 	}
 	if err := storage.MkdirOwnerOnly(dst); err != nil {
 		return err

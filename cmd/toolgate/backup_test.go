@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/index/catalog"
+	"github.com/toolgate/toolgate/internal/datafile"
 	"github.com/toolgate/toolgate/internal/storage"
 	"github.com/toolgate/toolgate/search/learn"
 )
@@ -231,5 +232,61 @@ func TestBackupFullDiskLeavesNothing(t *testing.T) {
 	}
 	if want := []string{"audit", "keys.jsonl", "quarantine", "state.json"}; !slices.Equal(names, want) {
 		t.Errorf("backup after space came back: %v, want %v", names, want)
+	}
+}
+
+// TestBackupUnderWay: a second `toolgate backup DIR` while one is writing
+// into DIR (its .backup-partial-… folder there) was told that folder was
+// left by a backup killed half-way, with `rm -r` of it: run, it removed the
+// files of the backup under way. It says now that a backup is writing into
+// DIR, and leaves DIR as it is.
+func TestBackupUnderWay(t *testing.T) {
+	data := t.TempDir()
+	if err := os.WriteFile(filepath.Join(data, "state.json"), []byte(`{"disabled": ["memory"]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dst := t.TempDir()
+	stage := filepath.Join(dst, backupStagePrefix+"123")
+	if err := os.Mkdir(stage, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	// The first backup holds DIR while it writes.
+	unlock, ok, err := datafile.TryLockDir(dst)
+	if err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	err = runBackup(context.Background(), &globals{dataDir: data}, dst, &bytes.Buffer{}, nil)
+	if err == nil || !strings.Contains(err.Error(), "another toolgate backup is writing into "+dst) || strings.Contains(err.Error(), "rm -r") {
+		t.Errorf("backup into a folder another backup writes into: %v, want that said, and no rm -r", err)
+	}
+	if _, err := os.Stat(stage); err != nil {
+		t.Errorf("the backup under way's folder: %v", err)
+	}
+	unlock()
+	// Once it is not held, its folder is a killed backup's.
+	if err := runBackup(context.Background(), &globals{dataDir: data}, dst, &bytes.Buffer{}, nil); err == nil || !strings.Contains(err.Error(), "left by a backup that was killed half-way") {
+		t.Errorf("backup into a folder a killed backup left: %v", err)
+	}
+}
+
+// TestBackupKilledMovingUp: a backup killed while it moved its files up
+// into DIR leaves some of them there beside its .backup-partial-… folder:
+// not a whole backup. The next run into DIR said only `a folder that holds
+// files`, as if DIR held a backup; it names the killed backup's folder and
+// says that what is beside it is not a whole backup.
+func TestBackupKilledMovingUp(t *testing.T) {
+	data := t.TempDir()
+	dst := t.TempDir()
+	left := filepath.Join(dst, backupStagePrefix+"123")
+	if err := os.MkdirAll(filepath.Join(left, "audit"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dst, "keys.jsonl"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	err := runBackup(context.Background(), &globals{dataDir: data}, dst, &bytes.Buffer{}, nil)
+	if err == nil || !strings.Contains(err.Error(), dst+" holds "+backupStagePrefix+"123, left by a backup that was killed half-way") ||
+		!strings.Contains(err.Error(), "not a whole backup") {
+		t.Errorf("backup into a folder a backup killed while moving up left: %v", err)
 	}
 }

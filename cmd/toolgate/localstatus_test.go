@@ -856,6 +856,35 @@ func TestStatusDefaultAddressOtherDataFolder(t *testing.T) {
 	}
 }
 
+// TestStatusDefaultAddressDataFolderHidden: a gateway at the default
+// address asked with an API key that is not admin does not say its data
+// folder (storage.dataDir left out, persona110): status --data-dir DIR, no
+// gateway on DIR, printed that gateway's status, exit 0, as DIR's (the
+// check of its folder passed on the empty name). It says instead that it
+// cannot tell, with the two ways to ask (exit 1).
+func TestStatusDefaultAddressDataFolderHidden(t *testing.T) {
+	data := t.TempDir()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		json.NewEncoder(w).Encode(gateway.StatusReport{Process: &gateway.ProcessInfo{PID: 4242, Transport: "http"},
+			Storage: &storage.Report{Writable: true}})
+	}))
+	t.Cleanup(srv.Close)
+	addr := srv.Listener.Addr().String()
+	f := statusFlags{dataDir: func(*config.File) string { return data }, timeout: 2 * time.Second, fallback: addr, named: true}
+	var out bytes.Buffer
+	err := runStatus(context.Background(), &out, f)
+	if err == nil || !strings.Contains(err.Error(), "the gateway at "+addr+" does not say its data folder to this API key") ||
+		!strings.Contains(err.Error(), "no gateway runs on the data folder "+data) || !strings.Contains(err.Error(), "--addr "+addr) || out.Len() > 0 {
+		t.Errorf("status --data-dir, the default gateway's folder hidden from the key: %v\n%s", err, out.String())
+	}
+	// Not named: the gateway at the default address is the one asked for.
+	f.named = false
+	out.Reset()
+	if err := runStatus(context.Background(), &out, f); err != nil || !strings.Contains(out.String(), "pid 4242") {
+		t.Errorf("status of the default data folder's default gateway: %v\n%s", err, out.String())
+	}
+}
+
 // TestHealthDefaultAddressOtherConfig: `toolgate health --config FILE` of
 // a config without toolgate.http.addr, no gateway on the data folder
 // serving it, asks the default address; a gateway there that serves

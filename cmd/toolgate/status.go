@@ -286,10 +286,21 @@ func runStatus(ctx context.Context, w io.Writer, f statusFlags) error {
 // otherDataDir is the error of a gateway at host, asked at the default
 // address for the data folder named (--data-dir), that runs on another
 // one (its storage's, served): its status is not that folder's gateway's
-// (which a SIGKILL or a crash stopped, say). nil when it runs on dataDir
-// or does not say.
+// (which a SIGKILL or a crash stopped, say). nil when it runs on dataDir.
+// A gateway that does not say its folder (served "": an API key that is
+// not admin is not told it) cannot be told from another folder's, and no
+// gateway answered on dataDir's own socket: that is an error too, with the
+// ways to ask it anyway.
 func otherDataDir(host, served, dataDir, noneLocal string) error {
-	if served == "" || dataDir == "" || sameFolder(served, dataDir) {
+	if dataDir == "" {
+		return nil
+	}
+	if served == "" {
+		return fmt.Errorf("the gateway at %s does not say its data folder to this API key (not admin), so it may run on another one than %s%s\n"+
+			"Ask it with an admin key in $%s to check, or with --addr %s to take its status as it is",
+			host, dataDir, noneLocal, envKey, host)
+	}
+	if sameFolder(served, dataDir) {
 		return nil
 	}
 	return fmt.Errorf("the gateway at %s runs on another data folder (%s), not %s%s\n%s",

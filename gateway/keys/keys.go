@@ -34,6 +34,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/index/catalog"
+	"github.com/toolgate/toolgate/internal/mask"
 )
 
 // Prefix starts every secret, so that one is recognisable in a config, a
@@ -126,7 +127,17 @@ func New(s Spec, now time.Time) (secret string, e Entry, err error) {
 	if !s.Expires.IsZero() && !s.Expires.After(now) {
 		return "", Entry{}, fmt.Errorf("expires %s is not in the future", s.Expires.Format(time.RFC3339))
 	}
-	return secret, e, e.Validate()
+	if err := e.Validate(); err != nil {
+		return "", Entry{}, err
+	}
+	// The audit log masks what looks like a credential in every field, a
+	// key's name too: records of a key so named would not name it, and
+	// audit tail --key NAME would find none of them.
+	if m := mask.Tokens(e.Name); m != e.Name {
+		return "", Entry{}, fmt.Errorf("name %q looks like a credential: the log and the audit records would show it as %q, and `audit tail --key %s` would find none of its records: choose another name",
+			e.Name, m, e.Name)
+	}
+	return secret, e, nil
 }
 
 // Hash is the stored form of a secret: hex SHA-256.

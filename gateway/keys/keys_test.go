@@ -436,3 +436,23 @@ func TestParseUnknownFieldNamesNewerToolgate(t *testing.T) {
 		t.Errorf("a malformed line: %v, want an error that blames no newer toolgate", err)
 	}
 }
+
+// TestNewNameLikeACredential: every text field of an audit record is
+// masked (mask.Tokens), a key's name too: one made with a name that looks
+// like a credential (team-sk-deploy-prod-eu-west) was written in its
+// records as team-sk-***, and `audit tail --key team-sk-deploy-prod-eu-west`
+// found none of its calls nor its keys create/update/revoke. Such a name is
+// refused at its creation, with why and the fix; other names are made.
+func TestNewNameLikeACredential(t *testing.T) {
+	for _, name := range []string{"team-sk-deploy-prod-eu-west", "ci_ghp_abcdefghijklmnopqrstuv"} {
+		_, _, err := New(Spec{Name: name}, now)
+		if err == nil || !strings.Contains(err.Error(), "looks like a credential") || !strings.Contains(err.Error(), "choose another name") {
+			t.Errorf("New(%s): %v, want it refused as a credential's shape", name, err)
+		}
+	}
+	for _, name := range []string{"ci", "ops@example.com", "ask-the-oracle-bot-prod-eu", "tg_ci"} {
+		if _, _, err := New(Spec{Name: name}, now); err != nil {
+			t.Errorf("New(%s): %v", name, err)
+		}
+	}
+}

@@ -180,8 +180,6 @@ func TestFixNamesTheCause(t *testing.T) {
 	}
 }
 
-// A file where a folder of the data folder's path should be: the fix names
-// that file (mkdir -p would fail on it).
 // TestFixNamesTheFileSystemThatFailed: a write that fails for want of space
 // (or inodes, or on a read-only file system) in a folder of the data
 // folder that is another file system (a log volume mounted at audit/)
@@ -213,6 +211,8 @@ func TestFixNamesTheFileSystemThatFailed(t *testing.T) {
 	}
 }
 
+// A file where a folder of the data folder's path should be: the fix names
+// that file (mkdir -p would fail on it).
 func TestFixNamesTheFileInTheWay(t *testing.T) {
 	f := filepath.Join(t.TempDir(), "file")
 	if err := os.WriteFile(f, nil, 0o644); err != nil {

@@ -384,3 +384,19 @@ func TestRemoveServerDefinedTwice(t *testing.T) {
 		}
 	}
 }
+
+// TestEditSaysWhereNotJSON: adding or removing a server in a file that is
+// not JSON (VS Code's comments, a trailing comma) says where and why, as
+// `toolgate servers` and `import --into` say it of the same file. It said
+// "c.json: the file is not valid JSON: fix it first", and no more.
+func TestEditSaysWhereNotJSON(t *testing.T) {
+	docs := []Doc{{Path: "c.json", Data: []byte("{\n  // mine\n  \"mcpServers\": {\"a\": {\"command\": \"x\"}}\n}\n")}}
+	_, _, err := AddServer(docs, Server{Name: "b", Command: "node"}, env())
+	if err == nil || !strings.Contains(err.Error(), "c.json:2:3") || !strings.Contains(err.Error(), "comments are not JSON") {
+		t.Errorf("AddServer to a file with a comment: %v; want where (c.json:2:3) and why", err)
+	}
+	_, _, err = RemoveServer(docs, "a", env())
+	if err == nil || !strings.Contains(err.Error(), "c.json:2:3") || !strings.Contains(err.Error(), "comments are not JSON") {
+		t.Errorf("RemoveServer from a file with a comment: %v; want where (c.json:2:3) and why", err)
+	}
+}

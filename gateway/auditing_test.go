@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -318,3 +319,30 @@ func TestAuditedNote(t *testing.T) {
 		}
 	}
 }
+
+// TestDeniedSentenceEndsOnce: a refusal whose words end their sentence (the
+// management tools': "… or to run `toolgate servers add|remove`.") is
+// answered with one full stop, not "…add|remove`..".
+func TestDeniedSentenceEndsOnce(t *testing.T) {
+	tool := catalog.Tool{Server: "toolgate", Name: "add_server", InputSchema: json.RawMessage(`{"type":"object"}`)}
+	fs := &fakeSearcher{tools: []catalog.Tool{tool}, search: func(search.Query) (search.Result, error) { return search.Result{}, nil }}
+	g := New(fs, &fakeCaller{call: func(string, string, map[string]any) (*mcp.CallToolResult, error) {
+		return nil, fmt.Errorf("toolgate__add_server is refused: ask the user to run `toolgate servers add`.%w", errorsJoinQuiet(ErrDenied))
+	}}, nil)
+	res, err := g.handleExecute(context.Background(), &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: ExecuteToolName, Arguments: json.RawMessage(`{"name":"toolgate__add_server"}`)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := text(res); !res.IsError || !strings.HasSuffix(got, "`toolgate servers add`.") {
+		t.Errorf("a refusal ending its sentence: %q, want it to end with one full stop", got)
+	}
+}
+
+// errorsJoinQuiet wraps err so that it adds nothing to the text of the
+// error it is wrapped in with %w.
+func errorsJoinQuiet(err error) error { return quietErr{err} }
+
+type quietErr struct{ err error }
+
+func (quietErr) Error() string   { return "" }
+func (q quietErr) Unwrap() error { return q.err }

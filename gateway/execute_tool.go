@@ -1164,7 +1164,8 @@ func (g *Gateway) callError(ctx context.Context, name, server string, err error)
 				return toolError("execute_tool %s: %s; %s.", name, de.Reason, none)
 			}
 		}
-		return toolError("execute_tool %s: %v.", name, err)
+		// Words that end their sentence (the management tools') end it once.
+		return toolError("execute_tool %s: %s.", name, strings.TrimSuffix(err.Error(), "."))
 	case errors.Is(err, limit.ErrBusy): // an UnavailableError too
 		g.log.Warn("backend busy", "tool", name, "server", server, "err", err)
 		return toolError("execute_tool %s: server %q is busy (%v). Retry in a moment; the other servers are not affected.", name, server, unavailableCause(err))

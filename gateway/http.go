@@ -277,7 +277,7 @@ func (g *Gateway) httpMux(o HTTPOptions, mcpHandler http.Handler) *servemux.Mux 
 	}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		fmt.Fprintln(w, "ok")
+		fmt.Fprintln(w, ProbeAlive)
 	})
 	// Readiness: 503 with why while a cold start's first index is built
 	// (search_tools cannot find tools yet), 200 once there is one. A
@@ -292,7 +292,7 @@ func (g *Gateway) httpMux(o HTTPOptions, mcpHandler http.Handler) *servemux.Mux 
 				return
 			}
 		}
-		fmt.Fprintln(w, "ready")
+		fmt.Fprintln(w, ProbeReady)
 	})
 	routes := []string{"/healthz", "/readyz"}
 	for path, h := range o.Extra {

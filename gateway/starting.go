@@ -41,6 +41,14 @@ type Starting struct {
 // `toolgate health` tells a gateway's probe from another program's by it.
 const NotReadyPrefix = "not ready:"
 
+// ProbeAlive and ProbeReady are what GET /healthz and GET /readyz answer
+// (200) when the gateway is alive, ready: `toolgate health` tells them
+// from another program's 200 (a web server's page) by them.
+const (
+	ProbeAlive = "ok"
+	ProbeReady = "ready"
+)
+
 // StartingPrefix begins the answer of every route but the MCP ones while
 // the gateway starts, /readyz's included ("not ready: starting: …").
 const StartingPrefix = NotReadyPrefix + " starting"
@@ -77,7 +85,7 @@ func (s *Starting) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if probe(r) && r.URL.Path == "/healthz" {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		fmt.Fprintln(w, "ok")
+		fmt.Fprintln(w, ProbeAlive)
 		return
 	}
 	if !mcpRoute(r.URL.Path) {

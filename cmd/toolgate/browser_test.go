@@ -990,3 +990,40 @@ func TestConsoleDisabledInConfigInBrowser(t *testing.T) {
 		t.Errorf("off's row in the backends table: %v; want its state disabled in config, why and how to start it, no button", row)
 	}
 }
+
+// TestConsoleDisabledTwiceInBrowser: a server disabled at run time (state.json)
+// whose entry the config then disables too has one row, which says both
+// and what starts it. It had two rows of one id (#backend-off): one
+// "disabled" with an Enable button (which the console answers 409 while the
+// config disables it), and one "disabled in config" that said removing
+// "disabled": true starts it, which it does not while state.json disables it.
+func TestConsoleDisabledTwiceInBrowser(t *testing.T) {
+	chromium := findChromium(t)
+	fake := backendtest.Command(t, backendtest.ModeNormal)
+	write := func(off map[string]any) string {
+		b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
+			"alpha": map[string]any{"command": fake.Command, "env": fake.Env}, "off": off}})
+		cfg := filepath.Join(t.TempDir(), "toolgate.json")
+		writeRaw(t, cfg, b, false)
+		return cfg
+	}
+	dataDir := t.TempDir()
+	cfg := write(map[string]any{"command": fake.Command, "env": fake.Env})
+	if out, err := toolgateCmd(t, dataDir, "servers", "disable", "off", "--config", cfg).CombinedOutput(); err != nil {
+		t.Fatalf("servers disable off: %v\n%s", err, out)
+	}
+	cfg = write(map[string]any{"command": fake.Command, "env": fake.Env, "disabled": true})
+	addr, _ := startGateway(t, dataDir, cfg, noModelFlags(t)...)
+	_, do, eval := newBrowser(t, chromium)
+	do("load /ui/", chromedp.Navigate("http://"+addr+"/ui/"), chromedp.WaitVisible(`#backend-rows tr[data-server="off"]`))
+	var rows []any
+	eval("off's rows", `[...document.querySelectorAll('#backend-rows tr[data-server="off"]')].map((r) =>
+		[r.dataset.state, r.textContent, r.querySelectorAll("button").length])`, &rows)
+	if len(rows) != 1 {
+		t.Fatalf("off, disabled at run time and in the config, has %d rows in the backends table, want 1: %v", len(rows), rows)
+	}
+	row := rows[0].([]any)
+	if row[0] != "disabled in config" || !strings.Contains(row[1].(string), "toolgate servers enable off") || row[2] != 0.0 {
+		t.Errorf("off's row: %v; want disabled in config, saying that it is disabled at run time too and the command that enables it, no button", row)
+	}
+}

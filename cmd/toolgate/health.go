@@ -181,6 +181,16 @@ func runHealth(ctx context.Context, w io.Writer, f healthFlags) error {
 		}
 		return fmt.Errorf("%s (%s from %s)", line, resp.Status, u)
 	}
+	want := gateway.ProbeAlive
+	if f.ready {
+		want = gateway.ProbeReady
+	}
+	if line != want {
+		// A 200 that is not the probe's word is another program's too (a
+		// web server's welcome page, another service's "OK"): it was
+		// printed as the gateway's, exit 0.
+		return notAProbeAnswer(resp, body, u)
+	}
 	_, err = fmt.Fprintf(w, "%s (%s)\n", line, u)
 	return err
 }
@@ -208,6 +218,6 @@ func notAProbeAnswer(resp *http.Response, body []byte, u *url.URL) error {
 	if b := backend.BodySays(resp.Header.Get("Content-Type"), body); b != "" {
 		says = fmt.Sprintf("(%q)", b)
 	}
-	return fmt.Errorf("%s answered %s %s, which is not a toolgate gateway's probe (it needs no API key, and answers ok, ready or %q): another program listens at %s, or a proxy in front of the gateway answered: check --addr (toolgate status --addr %s says whether a gateway serves there)",
-		u, resp.Status, says, gateway.NotReadyPrefix+" …", u.Host, u.Host)
+	return fmt.Errorf("%s answered %s %s, which is not a toolgate gateway's probe (it needs no API key, and answers %s, %s or %q): another program listens at %s, or a proxy in front of the gateway answered: check --addr (toolgate status --addr %s says whether a gateway serves there)",
+		u, resp.Status, says, gateway.ProbeAlive, gateway.ProbeReady, gateway.NotReadyPrefix+" …", u.Host, u.Host)
 }

@@ -191,6 +191,41 @@ func TestHealthAnotherProgram(t *testing.T) {
 	}
 }
 
+// TestHealthAnotherProgramOK: another program that answers 200 at the
+// address (a web server's welcome page, a proxy's catch-all, another
+// service's "OK") is no gateway either: `toolgate health` printed the
+// page's HTML as the gateway's word and exited 0, so a container's health
+// check passed with no gateway behind the port; and `toolgate status` said
+// "invalid character '<' looking for beginning of value".
+func TestHealthAnotherProgramOK(t *testing.T) {
+	for _, tc := range []struct{ name, contentType, body, want string }{
+		{"a web server's page", "text/html", "<!DOCTYPE html>\n<html><head><title>Welcome to nginx!</title></head><body><h1>Welcome to nginx!</h1></body></html>",
+			`answered 200 OK ("Welcome to nginx!"), which is not a toolgate gateway's probe`},
+		{"another service's OK", "text/plain", "OK\n", `answered 200 OK ("OK"), which is not a toolgate gateway's probe`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+				w.Header().Set("Content-Type", tc.contentType)
+				_, _ = w.Write([]byte(tc.body))
+			}))
+			defer srv.Close()
+			addr := strings.TrimPrefix(srv.URL, "http://")
+			for _, args := range [][]string{{"health", "--addr", addr}, {"health", "--addr", addr, "--ready"}} {
+				stdout, stderr, err := runToolgate(t, t.TempDir(), args...)
+				if code := exitCode(err); code != 1 || !strings.Contains(stderr, tc.want) || !strings.Contains(stderr, "another program listens at "+addr) ||
+					strings.Contains(stderr+stdout, "<html") {
+					t.Errorf("toolgate %s: exit %d, stdout %q, stderr %q; want 1 saying %q and that another program answers", strings.Join(args, " "), code, stdout, stderr, tc.want)
+				}
+			}
+			_, stderr, err := runToolgate(t, t.TempDir(), "status", "--addr", addr)
+			if code := exitCode(err); code != 1 || !strings.Contains(stderr, "is it a toolgate gateway serving /status? another program may listen at "+addr) ||
+				strings.Contains(stderr, "invalid character") {
+				t.Errorf("toolgate status --addr %s: exit %d, %q; want 1 saying that another program may answer there", addr, code, stderr)
+			}
+		})
+	}
+}
+
 // exitCode is a command's exit status from its error (0 for nil, -1 when
 // it did not run to an exit).
 func exitCode(err error) int {

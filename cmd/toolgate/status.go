@@ -372,16 +372,24 @@ func readStatus(resp *http.Response, u string) ([]byte, gateway.StatusReport, er
 		return nil, rep, exitError{fmt.Errorf("%s answered %s: the gateway is starting (%s): ask again in a few seconds", u, resp.Status, oneLineBody(body)), degradedExit}
 	}
 	if resp.StatusCode != http.StatusOK {
-		says := "no text"
-		if b := backend.BodySays(resp.Header.Get("Content-Type"), body); b != "" {
-			says = strconv.Quote(b) // a page's title, not its HTML
-		}
-		return nil, rep, fmt.Errorf("%s answered %s: %s\n(is it a toolgate gateway serving /status? another program may listen at %s, or a proxy in front of the gateway answered: check --addr)", u, resp.Status, says, hostOf(u))
+		return nil, rep, notAStatus(resp, body, u, "")
 	}
 	if err := json.Unmarshal(body, &rep); err != nil {
-		return nil, rep, fmt.Errorf("%s did not answer with a status report (%v): check --addr", u, err)
+		// A 200 that is no report is another program's too (a web
+		// server's welcome page): it said "invalid character '<'".
+		return nil, rep, notAStatus(resp, body, u, ", which is no status report")
 	}
 	return body, rep, nil
+}
+
+// notAStatus says that u answered what no gateway's GET /status answers,
+// with what its body says (a page's title, not its HTML), then what.
+func notAStatus(resp *http.Response, body []byte, u, what string) error {
+	says := "no text"
+	if b := backend.BodySays(resp.Header.Get("Content-Type"), body); b != "" {
+		says = strconv.Quote(b)
+	}
+	return fmt.Errorf("%s answered %s: %s%s\n(is it a toolgate gateway serving /status? another program may listen at %s, or a proxy in front of the gateway answered: check --addr)", u, resp.Status, says, what, hostOf(u))
 }
 
 // writeStatus prints a report: its JSON as the gateway sent it, or the

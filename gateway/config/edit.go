@@ -46,8 +46,8 @@ func SetServer(data []byte, name string, entry json.RawMessage) ([]byte, error) 
 	return enc.encode(reindentServers(out))
 }
 
-// DeleteServer returns data without the mcpServers entry name, and whether
-// there was one.
+// DeleteServer returns data without the mcpServers entries of name (every
+// one, when the file holds the key twice), and whether there was one.
 func DeleteServer(data []byte, name string) ([]byte, bool, error) {
 	text, enc, err := editable(data)
 	if err != nil {
@@ -57,10 +57,19 @@ func DeleteServer(data []byte, name string) ([]byte, bool, error) {
 	if !gjson.GetBytes(text, path).Exists() {
 		return data, false, nil
 	}
-	_, _, inPlace := serverLines(text)
-	out, err := sjson.DeleteBytes(text, path)
-	if err != nil {
-		return nil, false, fmt.Errorf("delete mcpServers[%q]: %w", name, err)
+	servers, _, inPlace := serverLines(text)
+	// Each entry of the name: a file that holds its key twice (a paste,
+	// "a" beside "\u0061") kept the last, which the gateway would run.
+	keys := 0
+	servers.ForEach(func(_, _ gjson.Result) bool { keys++; return true })
+	out := text
+	for range keys {
+		if !gjson.GetBytes(out, path).Exists() {
+			break
+		}
+		if out, err = sjson.DeleteBytes(out, path); err != nil {
+			return nil, false, fmt.Errorf("delete mcpServers[%q]: %w", name, err)
+		}
 	}
 	// sjson takes the entry out with its line and comma: the others stay
 	// as they were laid out, unless none is left ({} again).

@@ -360,3 +360,43 @@ func TestEditKeepsOtherEntries(t *testing.T) {
 		})
 	}
 }
+
+// TestRemoveServerDefinedTwice: a file that holds a server's key twice
+// ("a", or "a" and "\u0061", which read as one name), which the gateway
+// refuses to load, has every entry of the name removed. Only the first
+// was: `toolgate servers remove a` said "removed server a", and the file,
+// valid again, started the a it kept.
+func TestRemoveServerDefinedTwice(t *testing.T) {
+	for _, in := range []string{
+		"{\n  \"mcpServers\": {\n    \"a\": {\"command\": \"x\"},\n    \"b\": {\"command\": \"z\"},\n    \"a\": {\"command\": \"y\"}\n  }\n}\n",
+		"{\n  \"mcpServers\": {\n    \"\\u0061\": {\"command\": \"x\"},\n    \"a\": {\"command\": \"y\"},\n    \"b\": {\"command\": \"z\"}\n  }\n}\n",
+		`{"mcpServers": {"a": {"command": "x"}, "a": {"command": "y"}, "b": {"command": "z"}}}`,
+		`{"mcpServers": {"b": {"command": "z"}, "a": {"command": "x"}, "a": {"command": "y"}, "a": {"command": "w"}}}`,
+	} {
+		docs, changed, err := RemoveServer([]Doc{{Path: "c.json", Data: []byte(in)}}, "a", env())
+		if err != nil || len(changed) != 1 {
+			t.Fatalf("RemoveServer: %v %v\n%s", changed, err, in)
+		}
+		out := docs[0].Data
+		f, err := Parse(out, "", env())
+		if err != nil || HasServer(out, "a") || len(f.Servers()) != 1 || f.MCPServers["b"].Command != "z" {
+			t.Errorf("removing a server defined twice: want only b left, got %v\n%s", err, out)
+		}
+	}
+}
+
+// TestEditSaysWhereNotJSON: adding or removing a server in a file that is
+// not JSON (VS Code's comments, a trailing comma) says where and why, as
+// `toolgate servers` and `import --into` say it of the same file. It said
+// "c.json: the file is not valid JSON: fix it first", and no more.
+func TestEditSaysWhereNotJSON(t *testing.T) {
+	docs := []Doc{{Path: "c.json", Data: []byte("{\n  // mine\n  \"mcpServers\": {\"a\": {\"command\": \"x\"}}\n}\n")}}
+	_, _, err := AddServer(docs, Server{Name: "b", Command: "node"}, env())
+	if err == nil || !strings.Contains(err.Error(), "c.json:2:3") || !strings.Contains(err.Error(), "comments are not JSON") {
+		t.Errorf("AddServer to a file with a comment: %v; want where (c.json:2:3) and why", err)
+	}
+	_, _, err = RemoveServer(docs, "a", env())
+	if err == nil || !strings.Contains(err.Error(), "c.json:2:3") || !strings.Contains(err.Error(), "comments are not JSON") {
+		t.Errorf("RemoveServer from a file with a comment: %v; want where (c.json:2:3) and why", err)
+	}
+}

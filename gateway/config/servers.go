@@ -44,6 +44,9 @@ func AddServer(docs []Doc, s Server, lookupEnv func(string) (string, bool), sett
 	if msg := NameProblem(s.Name); msg != "" {
 		return nil, 0, errors.New(msg)
 	}
+	if err := checkDocs(docs); err != nil {
+		return nil, 0, err
+	}
 	for _, d := range docs {
 		if HasServer(d.Data, s.Name) {
 			return nil, 0, fmt.Errorf("a server named %q is in %s already: remove it first, or choose another name", s.Name, docName(d.Path))
@@ -99,6 +102,9 @@ func (noServerError) Is(target error) bool { return target == ErrNoServer }
 // indexes of the documents that defined it. It is an error when none did,
 // or when the config would not be valid without it.
 func RemoveServer(docs []Doc, name string, lookupEnv func(string) (string, bool)) ([]Doc, []int, error) {
+	if err := checkDocs(docs); err != nil {
+		return nil, nil, err
+	}
 	out := append([]Doc(nil), docs...)
 	var changed []int
 	for i := range out {
@@ -133,4 +139,17 @@ func RemoveServer(docs []Doc, name string, lookupEnv func(string) (string, bool)
 		return nil, nil, fmt.Errorf("the config would not be valid without %q, so nothing was written: %w", name, err)
 	}
 	return out, changed, nil
+}
+
+// checkDocs says where the first of docs that is not JSON is not (CheckJSON:
+// path:LINE:COL and why, a comment's or a trailing comma's fix), as
+// `toolgate servers` and `import --into` say it; the edit said only "the
+// file is not valid JSON: fix it first".
+func checkDocs(docs []Doc) error {
+	for _, d := range docs {
+		if err := CheckJSON(d.Path, d.Data); err != nil {
+			return err
+		}
+	}
+	return nil
 }

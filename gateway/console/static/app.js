@@ -322,7 +322,9 @@ function renderState(st) {
   });
   // Servers disabled at run time do not run, so the pool does not list
   // them: a row each, to say where they went and to enable them again.
-  for (const name of disabled) {
+  // One the config file disables too has one row, below.
+  const inConfig = new Set(st.disabledInConfig || []);
+  for (const name of disabled.filter((n) => !inConfig.has(n))) {
     rows.push(el("tr", { id: "backend-" + name, "data-server": name, "data-state": "disabled" },
       el("th", { scope: "row" }, name),
       el("td", {}, el("span", { class: "state state-disabled" }, "disabled")),
@@ -336,12 +338,18 @@ function renderState(st) {
   }
   // Servers the config file disables: a row each, to say where they are
   // (the page left them out, though list_servers names them) and how to
-  // start one; no button can (the console's Enable answers 409).
-  for (const name of st.disabledInConfig || []) {
+  // start one; no button can (the console's Enable answers 409). One
+  // disabled at run time too (state.json) does not start once the config
+  // no longer disables it: it had a second row of its own, whose Enable
+  // the console refused while this one said it would start.
+  for (const name of inConfig) {
+    const why = disabled.includes(name)
+      ? 'the config file disables it ("disabled": true), and it is disabled at run time too: remove that there, then enable it (Enable in its row, or toolgate servers enable ' + name + ')'
+      : 'the config file disables it ("disabled": true): remove that there and it starts';
     rows.push(el("tr", { id: "backend-" + name, "data-server": name, "data-state": "disabled in config" },
       el("th", { scope: "row" }, name),
       el("td", {}, el("span", { class: "state state-disabled" }, "disabled in config")),
-      el("td", { colspan: 6, class: "muted" }, 'the config file disables it ("disabled": true): remove that there and it starts'),
+      el("td", { colspan: 6, class: "muted" }, why),
       el("td", { class: "actions" })));
   }
   // The same rows with the same buttons (a refresh every 3 s): their cells

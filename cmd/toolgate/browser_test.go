@@ -733,6 +733,20 @@ func TestConsoleCatalogLatestInBrowser(t *testing.T) {
 	}
 }
 
+// alphaConsole is a gateway of one server, alpha, without the model, and
+// a browser that has its console loaded (alpha's row shown), with
+// newBrowser's do and eval and poller's poll.
+func alphaConsole(t *testing.T) (ctx context.Context, do func(what string, steps ...chromedp.Action[chromedp.Void]), eval func(what, expr string, v any), poll func(what, cond string)) {
+	t.Helper()
+	chromium := findChromium(t)
+	cfg := fakeConfig(t, map[string]string{"alpha": backendtest.ModeNormal}, nil)
+	addr, _ := startGateway(t, t.TempDir(), cfg, noModelFlags(t)...)
+	ctx, do, eval = newBrowser(t, chromium)
+	poll = poller(t, ctx)
+	do("load /ui/", chromedp.Navigate("http://"+addr+"/ui/"), chromedp.WaitVisible(`#backend-rows tr[data-server="alpha"]`))
+	return ctx, do, eval, poll
+}
+
 // TestConsoleNonJSONInBrowser: an answer that is not the gateway's JSON —
 // a reverse proxy's 502 page in HTML, a plain-text 403 — is shown with its
 // HTTP status and its text, readable; the page said only the JSON parser's
@@ -740,12 +754,7 @@ func TestConsoleCatalogLatestInBrowser(t *testing.T) {
 // the page's requests itself (the DevTools protocol's Fetch domain), as a
 // proxy in front of the gateway would.
 func TestConsoleNonJSONInBrowser(t *testing.T) {
-	chromium := findChromium(t)
-	cfg := fakeConfig(t, map[string]string{"alpha": backendtest.ModeNormal}, nil)
-	addr, _ := startGateway(t, t.TempDir(), cfg, noModelFlags(t)...)
-	ctx, do, eval := newBrowser(t, chromium)
-	poll := poller(t, ctx)
-	do("load /ui/", chromedp.Navigate("http://"+addr+"/ui/"), chromedp.WaitVisible(`#backend-rows tr[data-server="alpha"]`))
+	ctx, do, eval, poll := alphaConsole(t)
 
 	const proxyPage = "<html>\r\n<head><title>502 Bad Gateway</title><style>body { width: 35em; }</style></head>\r\n" +
 		"<body>\r\n<center><h1>502 Bad Gateway</h1></center>\r\n<hr><center>nginx/1.22.1</center>\r\n</body>\r\n</html>\r\n"
@@ -809,12 +818,7 @@ func TestConsoleNonJSONInBrowser(t *testing.T) {
 // SIGSTOP showed). The browser holds the requests (the DevTools protocol's
 // Fetch domain), then lets them through.
 func TestConsoleHungGatewayInBrowser(t *testing.T) {
-	chromium := findChromium(t)
-	cfg := fakeConfig(t, map[string]string{"alpha": backendtest.ModeNormal}, nil)
-	addr, _ := startGateway(t, t.TempDir(), cfg, noModelFlags(t)...)
-	ctx, do, eval := newBrowser(t, chromium)
-	poll := poller(t, ctx)
-	do("load /ui/", chromedp.Navigate("http://"+addr+"/ui/"), chromedp.WaitVisible(`#backend-rows tr[data-server="alpha"]`))
+	ctx, do, eval, poll := alphaConsole(t)
 	do("count the requests for the state out at once", chromedp.Evaluate[chromedp.Void](`(() => {
 		window.__out = 0; window.__most = 0;
 		const f = window.fetch;

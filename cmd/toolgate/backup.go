@@ -81,10 +81,11 @@ func runBackup(ctx context.Context, g *globals, dst string, out io.Writer, log *
 	// DIR is held while the backup writes into it: a second backup into
 	// it (two cron jobs, a command run twice) is told so, not that the
 	// first's folder there was left by a killed backup, to remove.
-	unlock, ok, err := datafile.TryLockDir(dst)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
-	}
+	// A file system that cannot lock a folder (NFS: EBADF, ENOLCK) is
+	// written without the lock, as before there was one: the lock only
+	// tells a second backup apart, and a folder it cannot open is said
+	// below.
+	unlock, ok, err := backupTryLock(dst)
 	if err == nil && !ok {
 		return usageError{fmt.Errorf("another toolgate backup is writing into %s: wait for it to end, or give another folder to back up into", dst)}
 	}
@@ -215,6 +216,10 @@ func rel(base, p string) string {
 	}
 	return r
 }
+
+// backupTryLock takes the lock of DIR (datafile.TryLockDir; a test's
+// fails as NFS's does).
+var backupTryLock = datafile.TryLockDir
 
 // backupWriteFile writes a copied file (os.WriteFile; a test's fails as a
 // full disk does).

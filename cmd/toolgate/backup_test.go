@@ -290,3 +290,26 @@ func TestBackupKilledMovingUp(t *testing.T) {
 		t.Errorf("backup into a folder a backup killed while moving up left: %v", err)
 	}
 }
+
+// TestBackupWithoutLock: a file system that cannot lock a folder (NFS,
+// where flock's exclusive lock needs a file open for writing, which a
+// folder never is: EBADF; ENOLCK without a lock daemon) made every backup
+// into it fail with that error, and left the DIR it had just made. The
+// lock only tells a second backup apart: the backup goes on without it.
+func TestBackupWithoutLock(t *testing.T) {
+	data := t.TempDir()
+	if err := os.WriteFile(filepath.Join(data, "state.json"), []byte(`{"disabled": ["memory"]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { backupTryLock = datafile.TryLockDir })
+	for _, lockErr := range []error{syscall.EBADF, syscall.ENOLCK} {
+		backupTryLock = func(string) (func(), bool, error) { return nil, false, lockErr }
+		dst := filepath.Join(t.TempDir(), "new")
+		if err := runBackup(context.Background(), &globals{dataDir: data}, dst, &bytes.Buffer{}, nil); err != nil {
+			t.Errorf("backup where DIR cannot be locked (%v): %v", lockErr, err)
+		}
+		if _, err := os.Stat(filepath.Join(dst, "state.json")); err != nil {
+			t.Errorf("backup where DIR cannot be locked (%v): %v", lockErr, err)
+		}
+	}
+}

@@ -885,6 +885,32 @@ func TestStatusDefaultAddressDataFolderHidden(t *testing.T) {
 	}
 }
 
+// TestStatusDefaultAddressConfigHidden: the same with --config FILE: a
+// gateway at the default address asked with an API key that is not admin
+// does not say the configs it serves (process.config left out), and status
+// -c FILE, no gateway on FILE's data folder, printed that gateway's status
+// as FILE's, exit 0, whatever config it served (the check passed on the
+// empty list). It says instead that it cannot tell (exit 1).
+func TestStatusDefaultAddressConfigHidden(t *testing.T) {
+	data := t.TempDir()
+	cfg := filepath.Join(t.TempDir(), "toolgate.json")
+	if err := os.WriteFile(cfg, []byte(`{"mcpServers": {"one": {"command": "true"}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		json.NewEncoder(w).Encode(gateway.StatusReport{Process: &gateway.ProcessInfo{PID: 4242, Transport: "http"}})
+	}))
+	t.Cleanup(srv.Close)
+	addr := srv.Listener.Addr().String()
+	f := statusFlags{config: cfg, dataDir: func(*config.File) string { return data }, timeout: 2 * time.Second, fallback: addr}
+	var out bytes.Buffer
+	err := runStatus(context.Background(), &out, f)
+	if err == nil || !strings.Contains(err.Error(), "the gateway at "+addr+" does not say the configs it serves to this API key") ||
+		!strings.Contains(err.Error(), "no gateway runs on the data folder "+data) || !strings.Contains(err.Error(), "--addr "+addr) || out.Len() > 0 {
+		t.Errorf("status --config, the default gateway's config hidden from the key: %v\n%s", err, out.String())
+	}
+}
+
 // TestHealthDefaultAddressOtherConfig: `toolgate health --config FILE` of
 // a config without toolgate.http.addr, no gateway on the data folder
 // serving it, asks the default address; a gateway there that serves

@@ -268,6 +268,14 @@ func runStatus(ctx context.Context, w io.Writer, f statusFlags) error {
 		if rep.Process != nil {
 			served = rep.Process.Config
 		}
+		if len(served) == 0 {
+			// An API key that is not admin is not told the configs
+			// (process.config left out): it printed that gateway's
+			// status as FILE's, whatever it served, as --data-dir did.
+			return fmt.Errorf("the gateway at %s does not say the configs it serves to this API key (not admin), so it may serve another one than %s%s\n"+
+				"Ask it with an admin key in $%s to check, or with --addr %s to take its status as it is",
+				hostOf(u), f.config, noneLocal, envKey, hostOf(u))
+		}
 		if err := otherConfig(hostOf(u), served, f.config, noneLocal); err != nil {
 			return err
 		}

@@ -904,10 +904,18 @@ func TestStatusDefaultAddressConfigHidden(t *testing.T) {
 	addr := srv.Listener.Addr().String()
 	f := statusFlags{config: cfg, dataDir: func(*config.File) string { return data }, timeout: 2 * time.Second, fallback: addr}
 	var out bytes.Buffer
+	t.Setenv(envKey, "tg_notadmin")
 	err := runStatus(context.Background(), &out, f)
 	if err == nil || !strings.Contains(err.Error(), "the gateway at "+addr+" does not say the configs it serves to this API key") ||
 		!strings.Contains(err.Error(), "no gateway runs on the data folder "+data) || !strings.Contains(err.Error(), "--addr "+addr) || out.Len() > 0 {
 		t.Errorf("status --config, the default gateway's config hidden from the key: %v\n%s", err, out.String())
+	}
+	// Asked without a key, a gateway that names no config was started
+	// without one: not a key's view, and not FILE's gateway either.
+	t.Setenv(envKey, "")
+	err = runStatus(context.Background(), &out, f)
+	if err == nil || !strings.Contains(err.Error(), "the gateway at "+addr+" serves no config file, not "+cfg) || strings.Contains(err.Error(), "API key") || out.Len() > 0 {
+		t.Errorf("status --config, the default gateway started without a config file: %v\n%s", err, out.String())
 	}
 }
 

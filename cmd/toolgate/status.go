@@ -268,6 +268,11 @@ func runStatus(ctx context.Context, w io.Writer, f statusFlags) error {
 		if rep.Process != nil {
 			served = rep.Process.Config
 		}
+		if len(served) == 0 && os.Getenv(envKey) == "" {
+			// Asked without a key, a gateway says its configs: one that
+			// names none was started without a config file.
+			return fmt.Errorf("the gateway at %s serves no config file, not %s%s\n%s", hostOf(u), f.config, noneLocal, startOne(hostOf(u)))
+		}
 		if len(served) == 0 {
 			// An API key that is not admin is not told the configs
 			// (process.config left out): it printed that gateway's

@@ -106,11 +106,8 @@ func runBackup(ctx context.Context, g *globals, dst string, out io.Writer, log *
 			}
 		}
 		return usageError{fmt.Errorf("%s is a folder that holds files: give a new folder (or an empty one) to back up into", dst)}
-	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
-	}
-	if err := storage.MkdirOwnerOnly(dst); err != nil {
-		return err
+	} else if err != nil {
+		return err // made above when it was not there
 	}
 	// Everything is copied into a folder of its own inside dst first, and
 	// moved up only once all of it is there: a copy that fails half-way

@@ -166,7 +166,7 @@ func (fr *front) serve(ctx context.Context) error {
 				// client without profile sees, without keys).
 				Backends: fr.pool, Catalog: fr.lv, Policy: fr.lv.Policy(), Restarter: fr.pool, Switcher: fr.lv, Loop: fr.lv, Calls: recent, Search: fr.ranking,
 				NoServers:        func() string { return noServersNote(fr.lv.Config(), fr.flags.lastConfig()) },
-				DisabledInConfig: func() []string { return disabledInConfig(fr.lv.Config()) },
+				DisabledInConfig: func() []string { return fr.lv.Config().DisabledNames() },
 				Unavailable:      mg.Unavailable, Version: version, Started: fr.start, Logger: fr.log, Status: fr.statusOpts,
 				Keys: fr.sec.consoleKeys(), Audit: fr.sec.audit, Rates: rates, Refusals: refusals,
 			}).Handler()),

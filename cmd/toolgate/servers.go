@@ -448,18 +448,6 @@ func checkProfile(cfg *config.File, name, where string) error {
 	return usageError{fmt.Errorf("--profile %q: %s has no such profile in toolgate.profiles (profiles: %s)", name, where, strings.Join(slices.Sorted(maps.Keys(cfg.Toolgate.Profiles)), ", "))}
 }
 
-// disabledInConfig names the servers cfg disables ("disabled": true), in
-// name order (console.Options.DisabledInConfig).
-func disabledInConfig(cfg *config.File) []string {
-	var out []string
-	for _, s := range cfg.All() {
-		if s.Disabled {
-			out = append(out, s.Name)
-		}
-	}
-	return out
-}
-
 // noServersNote is what the console's backends table says when no server
 // runs and none is disabled at run time (console.Options.NoServers): the
 // config has none, and how to add one; or each of its servers is disabled

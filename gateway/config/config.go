@@ -624,6 +624,18 @@ func (f *File) Servers() []Server {
 	return out
 }
 
+// DisabledNames names the servers the file disables ("disabled": true),
+// in name order: those Servers leaves out.
+func (f *File) DisabledNames() []string {
+	var out []string
+	for _, s := range f.All() {
+		if s.Disabled {
+			out = append(out, s.Name)
+		}
+	}
+	return out
+}
+
 // All returns every server, disabled ones included, sorted by name, with
 // the section's values filled in as in Servers.
 func (f *File) All() []Server {

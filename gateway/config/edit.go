@@ -156,7 +156,7 @@ func setInPlace(text []byte, name string, entry json.RawMessage) ([]byte, bool) 
 // editable returns a file's text to edit (decodeText) and how to store
 // it again; an error when it is not valid JSON.
 func editable(data []byte) ([]byte, textEncoding, error) {
-	text, enc, err := decodeText(data)
+	text, enc, err := editText(data)
 	if err != nil {
 		return nil, enc, err
 	}
@@ -171,14 +171,26 @@ func editable(data []byte) ([]byte, textEncoding, error) {
 // edits above only say that it is not: a caller that reads a file to edit
 // it (import --into) checks it first.
 func CheckJSON(path string, data []byte) error {
-	text, _, err := decodeText(data)
+	text, _, err := editText(data)
 	if err != nil {
 		return fmt.Errorf("%s: %w", docName(path), err)
 	}
-	if err := json.Unmarshal(text, new(json.RawMessage)); err != nil {
+	// An object (or null, which an edit makes one): another value is
+	// said as the gateway says it (got array), not in sjson's words.
+	if err := json.Unmarshal(text, new(map[string]json.RawMessage)); err != nil {
 		return JSONError(docName(path), text, err)
 	}
 	return nil
+}
+
+// editText is decodeText for an edit: a file of nothing but white space
+// (touch toolgate.json) is edited as an empty config laid out on lines.
+func editText(data []byte) ([]byte, textEncoding, error) {
+	text, enc, err := decodeText(data)
+	if err == nil && len(bytes.TrimSpace(text)) == 0 {
+		text = []byte("{\n  \"mcpServers\": {}\n}\n")
+	}
+	return text, enc, err
 }
 
 // HasServer reports whether the document defines server name.

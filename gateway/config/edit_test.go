@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -398,5 +399,29 @@ func TestEditSaysWhereNotJSON(t *testing.T) {
 	_, _, err = RemoveServer(docs, "a", env())
 	if err == nil || !strings.Contains(err.Error(), "c.json:2:3") || !strings.Contains(err.Error(), "comments are not JSON") {
 		t.Errorf("RemoveServer from a file with a comment: %v; want where (c.json:2:3) and why", err)
+	}
+}
+
+// An empty config file (touch toolgate.json) takes a server as {} does; a
+// file whose JSON is not an object is said as the gateway says it, where
+// sjson's words ("cannot set array element for non-numeric key") were
+// said before.
+func TestEditEmptyOrNotObject(t *testing.T) {
+	for _, data := range []string{"", " \n", "\ufeff"} {
+		docs := []Doc{{Path: "c.json", Data: []byte(data)}}
+		out, _, err := AddServer(docs, Server{Name: "b", Command: "node"}, env())
+		if err != nil {
+			t.Fatalf("AddServer to a file of %q: %v", data, err)
+		}
+		if names := ServerNames(out[0].Data); !slices.Equal(names, []string{"b"}) {
+			t.Errorf("AddServer to a file of %q wrote %q: servers %q", data, out[0].Data, names)
+		}
+	}
+	for data, got := range map[string]string{"[]": "got array", "\n  \"x\"": "got string", "3": "got number"} {
+		docs := []Doc{{Path: "c.json", Data: []byte(data)}}
+		_, _, err := AddServer(docs, Server{Name: "b", Command: "node"}, env())
+		if err == nil || !strings.Contains(err.Error(), "c.json:") || !strings.Contains(err.Error(), `must be a JSON object like {"mcpServers": {...}}, `+got) {
+			t.Errorf("AddServer to a file of %q: %v; want c.json:LINE:COL: the file must be a JSON object …, %s", data, err, got)
+		}
 	}
 }

@@ -269,4 +269,6 @@ func ParseDocs(docs []Doc, lookupEnv func(string) (string, bool)) (*File, []byte
 // mid-save, most likely.
 type EmptyError struct{ Path string }
 
-func (e *EmptyError) Error() string { return fmt.Sprintf("config %s is empty", e.Path) }
+func (e *EmptyError) Error() string {
+	return fmt.Sprintf("config %s is empty: add a server to it (toolgate servers add NAME -c %s -- COMMAND [ARG...]) or write its servers in it, as {\"mcpServers\": {...}}", e.Path, e.Path)
+}

@@ -426,7 +426,13 @@ let startedAt = initial.state ? initial.state.started : null;
 function catalogKey(st) {
   return [st.catalogGeneration, ...st.backends.map((b) => b.name + ":" + b.state), ...(st.disabled || [])].join(" ");
 }
-let shownCatalog = initial.state ? catalogKey(initial.state) : "";
+let shownCatalog = "";
+try {
+  if (initial.state) shownCatalog = catalogKey(initial.state);
+} catch (e) {
+  // A state the page cannot draw: drawState says so at the start, and
+  // the first state drawn loads the catalog again.
+}
 
 function markStale(on) {
   for (const id of ["backends", "calls", "index"]) $(id).classList.toggle("stale", on);
@@ -443,13 +449,37 @@ const stateTimeoutMs = 10000;
 let refreshing = null; // the refresh waiting for its answer: the timer sends none meanwhile
 let queued = null; // one asked for during it (a button's outcome): sent once it is over
 
+// refreshState asks for the state and draws it. The one queued is sent
+// once the refresh out is over, however that ended: it was sent only
+// after one that went well, so one that failed (a state it could not
+// draw) left it set for good, and every button's refresh after it was
+// that failure.
 function refreshState() {
   if (!refreshing) {
     refreshing = refreshOnce().finally(() => { refreshing = null; });
     return refreshing;
   }
-  if (!queued) queued = refreshing.then(() => { queued = null; return refreshState(); });
+  if (!queued) queued = refreshing.catch(() => {}).then(() => { queued = null; return refreshState(); });
   return queued;
+}
+
+// drawState draws st, and reports whether it could: a state it cannot
+// draw (a null where a list was, a field of another shape: a gateway of
+// another version, a proxy that rewrites the answers) is said in the
+// notice, with what the page shows kept as of the last one drawn, and the
+// refresh every 3 s goes on. Such a state embedded in the page stopped its
+// script before the refresh started: the page said nothing and never
+// refreshed; one of a refresh, nothing either.
+function drawState(st) {
+  try {
+    renderState(st);
+    return true;
+  } catch (e) {
+    console.error(e);
+    refreshFailed = true;
+    refreshNotice("Could not show the gateway's state: " + (e && e.message || e) + ". What the page shows is as of the last state it could show; trying again every 3 s.", true);
+    return false;
+  }
 }
 
 async function refreshOnce() {
@@ -473,7 +503,7 @@ async function refreshOnce() {
     }
     return;
   }
-  renderState(st);
+  if (!drawState(st)) return;
   // The catalog again once it changed (a cold start's first index, a
   // reload, a server's tools) or a server changed state (its tools can or
   // cannot run now).
@@ -644,9 +674,13 @@ if (initial.loginRequired) {
   showLogin(true);
 } else {
   showLogin(false);
-  renderState(initial.state);
-  if (initial.search) renderSearch(initial.search);
-  else if (initial.searchError) $("search-summary").textContent = "Search failed: " + initial.searchError;
+  drawState(initial.state);
+  try {
+    if (initial.search) renderSearch(initial.search);
+    else if (initial.searchError) $("search-summary").textContent = "Search failed: " + initial.searchError;
+  } catch (e) {
+    $("search-summary").textContent = "Search failed: " + e.message;
+  }
   loadCatalog();
   setInterval(() => { if (!document.hidden && !refreshing) refreshState(); }, 3000);
 }

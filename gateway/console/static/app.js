@@ -399,6 +399,7 @@ function renderState(st) {
     el("td", { class: "num" }, c.durationMs.toFixed(1) + " ms"),
     el("td", { class: "err" }, c.error || ""))) : [el("tr", {}, el("td", { colspan: keyed ? 6 : 5, class: "muted" }, "No tool calls yet."))]));
   keyboardScroll();
+  syncActivity(st);
 
   const facts = [
     ["Catalog generation", st.catalogGeneration],
@@ -435,7 +436,7 @@ try {
 }
 
 function markStale(on) {
-  for (const id of ["backends", "calls", "index"]) $(id).classList.toggle("stale", on);
+  for (const id of ["backends", "calls", "activity", "index"]) $(id).classList.toggle("stale", on);
 }
 
 // stateTimeoutMs bounds a refresh's wait for the state: a gateway that
@@ -543,6 +544,62 @@ async function act(verb, name) {
 function count(n, noun) {
   return n + " " + (n === 1 ? noun : noun + "s");
 }
+
+// ---- recent activity (the audit log) ----
+
+// The recent activity shows to a caller the gateway lets read its audit
+// log (no keys, an admin key: hasActivity), loaded when it first shows and
+// on its Refresh button: each answer reads the log's newest file, so not
+// at every refresh of the state.
+let activityShown = false;
+function syncActivity(st) {
+  const on = !!st.hasActivity;
+  $("activity").hidden = !on;
+  syncNav();
+  if (on && !activityShown) loadActivity();
+  activityShown = on;
+}
+
+// who made a record's request: its API key, else how it came (stdio,
+// http and the address, a command of the cli).
+function recordWho(r) {
+  return r.key || [r.transport, r.remote].filter(Boolean).join(" ") || "–";
+}
+
+// what a record's request asked: the tool run, else the action (and the
+// server it acted on, the route of a request refused before MCP).
+function recordWhat(r) {
+  if (r.tool) return r.tool;
+  return [r.action, r.server, r.action === "http" ? r.route : ""].filter(Boolean).join(" ");
+}
+
+function renderActivity(ans) {
+  const recs = ans.records;
+  $("activity-summary").textContent = (recs.length < ans.limit ? count(recs.length, "record") : "the last " + count(recs.length, "record")) +
+    ", as of " + new Date().toLocaleTimeString();
+  $("activity-rows").replaceChildren(...(recs.length ? recs.map((r) => el("tr", { "data-decision": r.decision, "data-key": r.key || "" },
+    el("td", { class: "mono" }, new Date(r.time).toLocaleString()),
+    el("td", { class: "mono" }, recordWho(r)),
+    el("td", { class: "mono" }, recordWhat(r)),
+    el("td", {}, el("span", { class: "decision-" + r.decision }, r.decision)),
+    el("td", {}, r.outcome ? el("span", { class: "outcome-" + r.outcome }, r.outcome) : ""),
+    // A refusal's or a failure's reason in the errors' colour; an
+    // allowed command's (keys create: the scope it gave) as words.
+    el("td", { class: r.decision === "allowed" && (!r.outcome || r.outcome === "ok") ? "why" : "err" }, r.reason || ""))) :
+    [el("tr", {}, el("td", { colspan: 6, class: "muted" }, "No records in the audit log yet."))]));
+  keyboardScroll();
+}
+
+async function loadActivity() {
+  try {
+    const ans = await latest("activity", "api/activity");
+    if (ans) renderActivity(ans);
+  } catch (e) {
+    $("activity-summary").textContent = "Could not load the recent activity: " + e.message;
+  }
+}
+
+$("activity-refresh").addEventListener("click", loadActivity);
 
 // ---- search playground ----
 

@@ -753,8 +753,8 @@ func (c *Console) serveState(w http.ResponseWriter, r *http.Request, caller *pol
 }
 
 // ActivityAnswer is the recent activity: the audit log's last records,
-// newest first, in the log's own format (`toolgate audit tail --json`),
-// masked as the log masks them.
+// newest first, with the log's fields (`toolgate audit tail --json`'s,
+// those this toolgate knows), masked as the log masks them.
 type ActivityAnswer struct {
 	Records []audit.Record `json:"records"`
 	// Limit is how many records were asked for: fewer came when the log

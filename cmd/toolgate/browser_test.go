@@ -310,8 +310,8 @@ func TestConsoleLoginInBrowser(t *testing.T) {
 		chromedp.Click(`#login-form button[type=submit]`),
 		chromedp.WaitVisible(`#backend-rows tr[data-server="fake"]`))
 	eval("the section links", navLinks, &links)
-	if fmt.Sprint(links) != "[[#backends true] [#playground true] [#calls true] [#index true] [#catalog true]]" {
-		t.Errorf("once logged in the section links and whether each leads to a section shown: %v, want the five, each to one", links)
+	if fmt.Sprint(links) != "[[#backends true] [#playground true] [#calls true] [#activity true] [#index true] [#catalog true]]" {
+		t.Errorf("once logged in (an admin key) the section links and whether each leads to a section shown: %v, want the six, each to one", links)
 	}
 	do("count the page's requests", chromedp.Evaluate[chromedp.Void](`(() => {
 		window.__fetches = 0;

@@ -168,7 +168,7 @@ func (fr *front) serve(ctx context.Context) error {
 				NoServers:        func() string { return noServersNote(fr.lv.Config(), fr.flags.lastConfig()) },
 				DisabledInConfig: func() []string { return fr.lv.Config().DisabledNames() },
 				Unavailable:      mg.Unavailable, Version: version, Started: fr.start, Logger: fr.log, Status: fr.statusOpts,
-				Keys: fr.sec.consoleKeys(), Audit: fr.sec.audit, Rates: rates, Refusals: refusals,
+				Keys: fr.sec.consoleKeys(), Audit: fr.sec.audit, Activity: fr.sec.audit, Rates: rates, Refusals: refusals,
 			}).Handler()),
 		Wrap:       met.HTTP,
 		Keys:       fr.sec.keys,

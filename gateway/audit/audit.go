@@ -327,6 +327,22 @@ func Open(path string, opts *Options) *Log {
 // Path is the file written.
 func (l *Log) Path() string { return l.path }
 
+// Tail returns the log's last n records (all of them when n <= 0), oldest
+// first, read as `toolgate audit tail` reads them (Reader: the rotated
+// files too, up to MaxFiles), each masked and cut again as Write masks and
+// cuts a record (a line of a toolgate that masked less, or one edited by
+// hand, shows no more than a record written now). The console's recent
+// activity reads it.
+func (l *Log) Tail(n int) ([]Record, error) {
+	rd := NewReader(l.path, l.opts.MaxFiles, Filter{})
+	defer rd.Close()
+	recs, err := rd.Tail(n)
+	for i := range recs {
+		recs[i].clip()
+	}
+	return recs, err
+}
+
 // Stats returns the counters as of now.
 func (l *Log) Stats() Stats {
 	return Stats{Written: l.written.Load(), Dropped: l.dropped.Load(), Errors: l.errs.Load()}

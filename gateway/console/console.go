@@ -2,8 +2,9 @@
 // in the binary (plain HTML, CSS and JavaScript, nothing fetched from
 // elsewhere) that shows the backends with a restart button, the catalog,
 // a search playground with each hit's score breakdown, the recent tool
-// calls and the index state, and the JSON endpoints under /ui/api/ it
-// reads them from.
+// calls, the recent activity (the audit log's last records, to an admin
+// key) and the index state, and the JSON endpoints under /ui/api/ it reads
+// them from.
 //
 // It is mounted beside /mcp (gateway.HTTPOptions.Extra), so the same
 // Host/Origin checks guard it. With keys (Options.Keys), the page asks for
@@ -83,7 +84,14 @@ type Calls interface {
 	Calls() []Call
 }
 
+// Activity reads the audit log's last records, oldest first, masked as
+// the log masks them. audit.Log implements it.
+type Activity interface {
+	Tail(n int) ([]audit.Record, error)
+}
+
 var (
+	_ Activity  = (*audit.Log)(nil)
 	_ Backends  = (*backend.Pool)(nil)
 	_ Restarter = (*backend.Pool)(nil)
 	_ Switcher  = (*live.Loop)(nil)
@@ -101,6 +109,10 @@ type Options struct {
 	Switcher  Switcher  // the disable and enable buttons
 	Loop      Loop      // the index state
 	Calls     Calls     // the recent calls
+	// Activity, if set, is the recent activity: the audit log's last
+	// records (every key's calls and refusals, the management actions),
+	// to a caller that is not scoped (no keys, an admin key) only.
+	Activity Activity
 	// Search, if set, says how searches rank now (GET /status's "search").
 	Search func() *search.State
 	// Unavailable says why a server's tools cannot run now, or "";
@@ -183,6 +195,12 @@ const (
 	defaultSearchLimit = 10
 	maxSearchLimit     = 50
 	maxCatalogTools    = 200 // tools listed per catalog answer; a filter narrows the rest
+	// The recent activity's records per answer: ?n= asks for another
+	// number, up to maxActivity. Each answer reads the log's newest file
+	// (10 MiB at most by default), so the page asks for it when shown and
+	// on its Refresh button, not every 3 s.
+	defaultActivity = 50
+	maxActivity     = 500
 )
 
 // Console serves the console. Build it with New and mount Handler at Path.
@@ -261,6 +279,7 @@ func (c *Console) mux() *servemux.Mux {
 	mux.HandleFunc("GET /ui/api/state", compressed(c.api(c.serveState)))
 	mux.HandleFunc("GET /ui/api/search", compressed(c.api(c.serveSearch)))
 	mux.HandleFunc("GET /ui/api/catalog", compressed(c.api(c.serveCatalog)))
+	mux.HandleFunc("GET /ui/api/activity", compressed(c.api(c.serveActivity)))
 	mux.HandleFunc("POST /ui/api/restart", c.post(c.serveAction(restartAction, c.restart)))
 	mux.HandleFunc("POST /ui/api/disable", c.post(c.serveAction(disableAction, c.switcher(true))))
 	mux.HandleFunc("POST /ui/api/enable", c.post(c.serveAction(enableAction, c.switcher(false))))
@@ -633,6 +652,10 @@ type State struct {
 	CanDisable bool `json:"canDisable"`
 	CanEnable  bool `json:"canEnable"`
 	HasCalls   bool `json:"hasCalls"`
+	// HasActivity says whether the caller may read the recent activity
+	// (GET /ui/api/activity): the gateway has an audit log, and the
+	// caller is not scoped (no keys, an admin key).
+	HasActivity bool `json:"hasActivity"`
 	// Warnings are what needs doing that the backends table does not say:
 	// the HTTPS front's certificate (gateway.ProcessInfo.FrontNotices) and
 	// client certificates (gateway.BackendStatus.CertNotice) due for
@@ -674,6 +697,7 @@ func (c *Console) state(caller *policy.Caller) State {
 	if c.o.Calls != nil {
 		s.Calls = c.calls(caller)
 	}
+	s.HasActivity = c.o.Activity != nil && !caller.Scoped()
 	if c.o.DisabledInConfig != nil && !caller.Scoped() {
 		s.DisabledInConfig = c.o.DisabledInConfig()
 	}
@@ -726,6 +750,53 @@ func (c *Console) serveState(w http.ResponseWriter, r *http.Request, caller *pol
 		w.Header().Set(csrfHeader, c.sessions.create(w, r, "").csrf)
 	}
 	writeJSON(w, http.StatusOK, c.state(caller))
+}
+
+// ActivityAnswer is the recent activity: the audit log's last records,
+// newest first, with the log's fields (`toolgate audit tail --json`'s,
+// those this toolgate knows), masked as the log masks them.
+type ActivityAnswer struct {
+	Records []audit.Record `json:"records"`
+	// Limit is how many records were asked for: fewer came when the log
+	// holds fewer.
+	Limit int `json:"limit"`
+}
+
+// serveActivity answers GET /ui/api/activity?n=N: the audit log's last N
+// records (defaultActivity; at most maxActivity). Only to a caller that is
+// not scoped: the log holds every key's calls, refusals and reasons (a
+// key's name, its scope, its refused tools), which a key that is not
+// admin is not told (its own calls are under the recent calls); it gets
+// 403, audited.
+func (c *Console) serveActivity(w http.ResponseWriter, r *http.Request, caller *policy.Caller) {
+	if c.o.Activity == nil {
+		writeError(w, http.StatusNotFound, "this gateway's console has no audit log to read")
+		return
+	}
+	if caller.Scoped() {
+		c.audit(r, caller, audit.Record{Action: "http", Decision: audit.Denied, Reason: "console: the recent activity is for admin keys", Status: http.StatusForbidden})
+		writeError(w, http.StatusForbidden, "the recent activity (the audit log of every key's calls) is for admin keys: this key's own calls are under Recent calls")
+		return
+	}
+	n := defaultActivity
+	if v := r.URL.Query().Get("n"); v != "" {
+		i, err := strconv.Atoi(v)
+		if err != nil || i < 1 || i > maxActivity {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("n=%s: want a number of records from 1 to %d", v, maxActivity))
+			return
+		}
+		n = i
+	}
+	recs, err := c.o.Activity.Tail(n)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "read the audit log: "+err.Error())
+		return
+	}
+	slices.Reverse(recs)
+	if recs == nil {
+		recs = []audit.Record{}
+	}
+	writeJSON(w, http.StatusOK, ActivityAnswer{Records: recs, Limit: n})
 }
 
 // SearchAnswer is a playground search: the ranked tools with every score

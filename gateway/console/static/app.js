@@ -399,6 +399,7 @@ function renderState(st) {
     el("td", { class: "num" }, c.durationMs.toFixed(1) + " ms"),
     el("td", { class: "err" }, c.error || ""))) : [el("tr", {}, el("td", { colspan: keyed ? 6 : 5, class: "muted" }, "No tool calls yet."))]));
   keyboardScroll();
+  syncActivity(st);
 
   const facts = [
     ["Catalog generation", st.catalogGeneration],
@@ -426,10 +427,16 @@ let startedAt = initial.state ? initial.state.started : null;
 function catalogKey(st) {
   return [st.catalogGeneration, ...st.backends.map((b) => b.name + ":" + b.state), ...(st.disabled || [])].join(" ");
 }
-let shownCatalog = initial.state ? catalogKey(initial.state) : "";
+let shownCatalog = "";
+try {
+  if (initial.state) shownCatalog = catalogKey(initial.state);
+} catch (e) {
+  // A state the page cannot draw: drawState says so at the start, and
+  // the first state drawn loads the catalog again.
+}
 
 function markStale(on) {
-  for (const id of ["backends", "calls", "index"]) $(id).classList.toggle("stale", on);
+  for (const id of ["backends", "calls", "activity", "index"]) $(id).classList.toggle("stale", on);
 }
 
 // stateTimeoutMs bounds a refresh's wait for the state: a gateway that
@@ -443,13 +450,37 @@ const stateTimeoutMs = 10000;
 let refreshing = null; // the refresh waiting for its answer: the timer sends none meanwhile
 let queued = null; // one asked for during it (a button's outcome): sent once it is over
 
+// refreshState asks for the state and draws it. The one queued is sent
+// once the refresh out is over, however that ended: it was sent only
+// after one that went well, so one that failed (a state it could not
+// draw) left it set for good, and every button's refresh after it was
+// that failure.
 function refreshState() {
   if (!refreshing) {
     refreshing = refreshOnce().finally(() => { refreshing = null; });
     return refreshing;
   }
-  if (!queued) queued = refreshing.then(() => { queued = null; return refreshState(); });
+  if (!queued) queued = refreshing.catch(() => {}).then(() => { queued = null; return refreshState(); });
   return queued;
+}
+
+// drawState draws st, and reports whether it could: a state it cannot
+// draw (a null where a list was, a field of another shape: a gateway of
+// another version, a proxy that rewrites the answers) is said in the
+// notice, with what the page shows kept as of the last one drawn, and the
+// refresh every 3 s goes on. Such a state embedded in the page stopped its
+// script before the refresh started: the page said nothing and never
+// refreshed; one of a refresh, nothing either.
+function drawState(st) {
+  try {
+    renderState(st);
+    return true;
+  } catch (e) {
+    console.error(e);
+    refreshFailed = true;
+    refreshNotice("Could not show the gateway's state: " + (e && e.message || e) + ". What the page shows is as of the last state it could show; trying again every 3 s.", true);
+    return false;
+  }
 }
 
 async function refreshOnce() {
@@ -473,7 +504,7 @@ async function refreshOnce() {
     }
     return;
   }
-  renderState(st);
+  if (!drawState(st)) return;
   // The catalog again once it changed (a cold start's first index, a
   // reload, a server's tools) or a server changed state (its tools can or
   // cannot run now).
@@ -513,6 +544,62 @@ async function act(verb, name) {
 function count(n, noun) {
   return n + " " + (n === 1 ? noun : noun + "s");
 }
+
+// ---- recent activity (the audit log) ----
+
+// The recent activity shows to a caller the gateway lets read its audit
+// log (no keys, an admin key: hasActivity), loaded when it first shows and
+// on its Refresh button: each answer reads the log's newest file, so not
+// at every refresh of the state.
+let activityShown = false;
+function syncActivity(st) {
+  const on = !!st.hasActivity;
+  $("activity").hidden = !on;
+  syncNav();
+  if (on && !activityShown) loadActivity();
+  activityShown = on;
+}
+
+// who made a record's request: its API key, else how it came (stdio,
+// http and the address, a command of the cli).
+function recordWho(r) {
+  return r.key || [r.transport, r.remote].filter(Boolean).join(" ") || "–";
+}
+
+// what a record's request asked: the tool run, else the action (and the
+// server it acted on, the route of a request refused before MCP).
+function recordWhat(r) {
+  if (r.tool) return r.tool;
+  return [r.action, r.server, r.action === "http" ? r.route : ""].filter(Boolean).join(" ");
+}
+
+function renderActivity(ans) {
+  const recs = ans.records;
+  $("activity-summary").textContent = (recs.length < ans.limit ? count(recs.length, "record") : "the last " + count(recs.length, "record")) +
+    ", as of " + new Date().toLocaleTimeString();
+  $("activity-rows").replaceChildren(...(recs.length ? recs.map((r) => el("tr", { "data-decision": r.decision, "data-key": r.key || "" },
+    el("td", { class: "mono" }, new Date(r.time).toLocaleString()),
+    el("td", { class: "mono" }, recordWho(r)),
+    el("td", { class: "mono" }, recordWhat(r)),
+    el("td", {}, el("span", { class: "decision-" + r.decision }, r.decision)),
+    el("td", {}, r.outcome ? el("span", { class: "outcome-" + r.outcome }, r.outcome) : ""),
+    // A refusal's or a failure's reason in the errors' colour; an
+    // allowed command's (keys create: the scope it gave) as words.
+    el("td", { class: r.decision === "allowed" && (!r.outcome || r.outcome === "ok") ? "why" : "err" }, r.reason || ""))) :
+    [el("tr", {}, el("td", { colspan: 6, class: "muted" }, "No records in the audit log yet."))]));
+  keyboardScroll();
+}
+
+async function loadActivity() {
+  try {
+    const ans = await latest("activity", "api/activity");
+    if (ans) renderActivity(ans);
+  } catch (e) {
+    $("activity-summary").textContent = "Could not load the recent activity: " + e.message;
+  }
+}
+
+$("activity-refresh").addEventListener("click", loadActivity);
 
 // ---- search playground ----
 
@@ -644,9 +731,13 @@ if (initial.loginRequired) {
   showLogin(true);
 } else {
   showLogin(false);
-  renderState(initial.state);
-  if (initial.search) renderSearch(initial.search);
-  else if (initial.searchError) $("search-summary").textContent = "Search failed: " + initial.searchError;
+  drawState(initial.state);
+  try {
+    if (initial.search) renderSearch(initial.search);
+    else if (initial.searchError) $("search-summary").textContent = "Search failed: " + initial.searchError;
+  } catch (e) {
+    $("search-summary").textContent = "Search failed: " + e.message;
+  }
   loadCatalog();
   setInterval(() => { if (!document.hidden && !refreshing) refreshState(); }, 3000);
 }

@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/toolgate/toolgate/gateway/audit"
+	"github.com/toolgate/toolgate/gateway/backend/backendtest"
+)
+
+// activityRows are the recent activity's rows: who, what, decision,
+// outcome and why of each.
+const activityRows = `[...document.querySelectorAll("#activity-rows tr[data-decision]")].map((r) => [...r.cells].slice(1).map((c) => c.textContent).join(" | "))`
+
+// TestConsoleActivityInBrowser: an admin key's console shows the recent
+// activity, the audit log's last records (who, which tool, allowed or
+// denied, why), another key's calls and refusals among them, and its
+// Refresh button reads the records written since; a key that is not admin
+// sees no such section, no link to it, and is refused the records (403).
+func TestConsoleActivityInBrowser(t *testing.T) {
+	chromium := findChromium(t)
+	data := t.TempDir()
+	admin := createKey(t, data, "--name", "ops", "--admin")
+	dev := createKey(t, data, "--name", "dev", "--allow", "fake__add")
+	addr, _ := startGateway(t, data, fakeConfig(t, map[string]string{"fake": backendtest.ModeNormal}, nil), noModelFlags(t)...)
+
+	cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cs, err := connectKey(cctx, t, addr, "/mcp", dev, "activity")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := executeTool(t, cctx, cs, "fake__add", map[string]any{"a": 1, "b": 2}); res.IsError {
+		t.Fatalf("fake__add with key dev: %+v", res.Content)
+	}
+	executeTool(t, cctx, cs, "fake__echo", map[string]any{"text": "hi"}) // outside dev's scope
+	auditRecords(t, data, audit.Filter{Key: "dev"}, func(rs []audit.Record) bool {
+		return slices.ContainsFunc(rs, func(r audit.Record) bool { return r.Tool == "fake__echo" })
+	})
+
+	ctx, do, eval := newBrowser(t, chromium)
+	poll := poller(t, ctx)
+	do("log in as ops (admin)", chromedp.Navigate("http://"+addr+"/ui/"), chromedp.WaitVisible(`#login-key`),
+		chromedp.SendKeys(`#login-key`, admin), chromedp.Click(`#login-form button[type=submit]`),
+		chromedp.WaitVisible(`#backend-rows tr[data-server="fake"]`))
+	poll("the recent activity", `document.querySelector("#activity").checkVisibility() && document.querySelectorAll("#activity-rows tr[data-decision]").length > 0`)
+	var rows []string
+	eval("the recent activity's rows", activityRows, &rows)
+	t.Logf("recent activity:\n%s", strings.Join(rows, "\n"))
+	has := func(prefix string) bool {
+		return slices.ContainsFunc(rows, func(r string) bool { return strings.HasPrefix(r, prefix) })
+	}
+	if !has("dev | fake__add | allowed | ok") || !has("dev | fake__echo | denied | ") {
+		t.Errorf("the admin's recent activity does not show dev's call of fake__add (allowed, ok) and refusal of fake__echo (denied, why):\n%s", strings.Join(rows, "\n"))
+	}
+	if i, j := slices.IndexFunc(rows, func(r string) bool { return strings.HasPrefix(r, "dev | fake__add") }),
+		slices.IndexFunc(rows, func(r string) bool { return strings.HasPrefix(r, "dev | fake__echo") }); j > i {
+		t.Errorf("the recent activity is not newest first: fake__add's row %d, fake__echo's (later) %d", i, j)
+	}
+	for _, r := range rows {
+		if strings.Contains(r, admin) || strings.Contains(r, dev) {
+			t.Errorf("a key's secret in the recent activity: %s", r)
+		}
+	}
+	var links [][]any
+	eval("the section links", navLinks, &links)
+	if !strings.Contains(fmt.Sprint(links), "[#activity true]") {
+		t.Errorf("the admin's section links %v lead to no recent activity", links)
+	}
+
+	// A call made since: the Refresh button reads it.
+	executeTool(t, cctx, cs, "fake__add", map[string]any{"a": 2, "b": 3})
+	auditRecords(t, data, audit.Filter{Key: "dev", Tool: "fake__add"}, func(rs []audit.Record) bool { return len(rs) == 2 })
+	do("refresh the recent activity", chromedp.Click(`#activity-refresh`))
+	poll("the new call's row", `(`+activityRows+`).filter((r) => r.startsWith("dev | fake__add | allowed")).length === 2`)
+
+	// Key dev (not admin): no section, no link, and the records refused.
+	do("log out", chromedp.Click(`#logout`), chromedp.WaitVisible(`#login-key`))
+	do("log in as dev", chromedp.SendKeys(`#login-key`, dev), chromedp.Click(`#login-form button[type=submit]`),
+		chromedp.WaitVisible(`#backend-rows tr[data-server="fake"]`))
+	var shown bool
+	eval("the recent activity's section", `document.querySelector("#activity").checkVisibility()`, &shown)
+	eval("the section links", navLinks, &links)
+	if shown || strings.Contains(fmt.Sprint(links), "#activity") {
+		t.Errorf("key dev (not admin): the recent activity shows %v, the section links %v", shown, links)
+	}
+	var status int
+	do("ask for the records", chromedp.Evaluate[chromedp.Void](`fetch("api/activity").then((r) => { window.__status = r.status; })`, chromedp.EvalAwaitPromise))
+	eval("the status", `window.__status`, &status)
+	if status != 403 {
+		t.Errorf("GET /ui/api/activity with key dev's session: %d, want 403", status)
+	}
+}

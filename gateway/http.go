@@ -339,12 +339,17 @@ func (g *Gateway) httpMux(o HTTPOptions, mcpHandler http.Handler) *servemux.Mux 
 		if sseRoute(r.URL.Path) {
 			msg = "Not Found: " + legacySSERefused
 		} else if prefix, route := prefixed(mux.ServeMux, r); route != "" {
-			msg = fmt.Sprintf("Not Found: toolgate serves %s at its root, not under %s: a reverse proxy in front passed its path prefix on; have it strip the prefix (nginx: `location %s/ { proxy_pass http://HOST:PORT/; }`, the slash after the port strips it)", route, prefix, prefix)
+			msg = fmt.Sprintf("Not Found: toolgate serves %s at its root, not under %s: %s; have it strip the prefix (nginx: `location %s/ { proxy_pass http://HOST:PORT/; }`, the slash after the port strips it)", route, prefix, PrefixNotStripped, prefix)
 		}
 		http.Error(w, msg, http.StatusNotFound)
 	})
 	return mux
 }
+
+// PrefixNotStripped is in the 404 the gateway answers a path under a
+// prefix a reverse proxy passed on (/toolgate/status): `toolgate status`
+// knows the gateway's own answer by it, and says it whole.
+const PrefixNotStripped = "a reverse proxy in front passed its path prefix on"
 
 // maxPrefixDepth is how many segments a path prefix that prefixed finds
 // may have (/a/b/c/mcp: 3).

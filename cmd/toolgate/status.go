@@ -384,6 +384,12 @@ func readStatus(resp *http.Response, u string) ([]byte, gateway.StatusReport, er
 		// report, once the gateway serves (within 10 s of its start).
 		return nil, rep, exitError{fmt.Errorf("%s answered %s: the gateway is starting (%s): ask again in a few seconds", u, resp.Status, oneLineBody(body)), degradedExit}
 	}
+	if resp.StatusCode == http.StatusNotFound && strings.Contains(string(body), gateway.PrefixNotStripped) {
+		// The gateway's own 404 behind a proxy that kept its path: its
+		// words whole, the fix at their end (cut at 120 characters, with
+		// "another program may listen", the fix was lost).
+		return nil, rep, fmt.Errorf("%s answered %s: %s", u, resp.Status, strings.TrimSpace(string(body)))
+	}
 	if resp.StatusCode != http.StatusOK {
 		return nil, rep, notAStatus(resp, body, u, "")
 	}

@@ -762,7 +762,7 @@ func (w *notHandledWriter) finish() {
 // the cap with 413 before anything reads them. Each refusal is audited.
 func (g *Gateway) guard(next http.Handler, o HTTPOptions, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if probe(r) {
+		if probe(r) || prefixedProbe(r) {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -826,6 +826,24 @@ func tooLarge(size string, limit int64) string {
 // Host check against DNS rebinding and the key guard nothing there.
 func probe(r *http.Request) bool {
 	return (r.Method == http.MethodGet || r.Method == http.MethodHead) && (r.URL.Path == "/healthz" || r.URL.Path == "/readyz")
+}
+
+// prefixedProbe reports whether r is a probe under a path prefix a
+// reverse proxy passed on (GET /toolgate/healthz), which the catch-all
+// answers 404 with the fix (strip the prefix). It is as open as the
+// probes: a gateway with API keys answered it 401, and `toolgate health
+// --addr URL/toolgate` said another program listened there.
+func prefixedProbe(r *http.Request) bool {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		return false
+	}
+	p := r.URL.Path
+	for _, probe := range []string{"/healthz", "/readyz"} {
+		if prefix, ok := strings.CutSuffix(p, probe); ok && len(prefix) > 1 && strings.HasPrefix(prefix, "/") && strings.Count(prefix, "/") <= maxPrefixDepth {
+			return true
+		}
+	}
+	return false
 }
 
 func isLoopbackHost(h string) bool {

@@ -174,7 +174,7 @@ func runHealth(ctx context.Context, w io.Writer, f healthFlags) error {
 		if resp.StatusCode == http.StatusNotFound && strings.Contains(line, gateway.PrefixNotStripped) {
 			// The gateway's own 404 behind a proxy that kept its path:
 			// its words, ending in the fix.
-			return fmt.Errorf("%s answered %s: %s", u, resp.Status, strings.TrimSpace(string(body)))
+			return fmt.Errorf("%s answered %s: %s", u, resp.Status, strings.TrimPrefix(strings.TrimSpace(string(body)), "Not Found: "))
 		}
 		if !strings.HasPrefix(line, gateway.NotReadyPrefix) {
 			// A gateway's probe answers without a key, and otherwise

@@ -388,7 +388,7 @@ func readStatus(resp *http.Response, u string) ([]byte, gateway.StatusReport, er
 		// The gateway's own 404 behind a proxy that kept its path: its
 		// words whole, the fix at their end (cut at 120 characters, with
 		// "another program may listen", the fix was lost).
-		return nil, rep, fmt.Errorf("%s answered %s: %s", u, resp.Status, strings.TrimSpace(string(body)))
+		return nil, rep, fmt.Errorf("%s answered %s: %s", u, resp.Status, strings.TrimPrefix(strings.TrimSpace(string(body)), "Not Found: "))
 	}
 	if resp.StatusCode != http.StatusOK {
 		return nil, rep, notAStatus(resp, body, u, "")

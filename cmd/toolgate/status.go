@@ -756,6 +756,15 @@ func printStatus(w io.Writer, rep gateway.StatusReport) error {
 			fmt.Fprintf(w, "\n%s\n", escapeUnsafe(b.Err))
 		}
 	}
+	// So is the command a down server's error ends in (a login its server
+	// no longer takes, which answers 500): the table cut it, and `auth
+	// status` says "logged in". An error the table holds whole is not said
+	// twice.
+	for _, b := range rep.Backends {
+		if b.State == backend.StateDown && strings.Contains(b.Err, "`toolgate ") && oneLine(b.Err, 100) != b.Err {
+			fmt.Fprintf(w, "\n%s\n", escapeUnsafe(b.Err))
+		}
+	}
 	// And a step-up: the server is up, and its calls that need the
 	// scopes fail 403 until the login, as `toolgate auth status` says.
 	for _, b := range rep.Backends {

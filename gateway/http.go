@@ -339,12 +339,17 @@ func (g *Gateway) httpMux(o HTTPOptions, mcpHandler http.Handler) *servemux.Mux 
 		if sseRoute(r.URL.Path) {
 			msg = "Not Found: " + legacySSERefused
 		} else if prefix, route := prefixed(mux.ServeMux, r); route != "" {
-			msg = fmt.Sprintf("Not Found: toolgate serves %s at its root, not under %s: a reverse proxy in front passed its path prefix on; have it strip the prefix (nginx: `location %s/ { proxy_pass http://HOST:PORT/; }`, the slash after the port strips it)", route, prefix, prefix)
+			msg = fmt.Sprintf("Not Found: toolgate serves %s at its root, not under %s: %s; have it strip the prefix (nginx: `location %s/ { proxy_pass http://HOST:PORT/; }`, the slash after the port strips it)", route, prefix, PrefixNotStripped, prefix)
 		}
 		http.Error(w, msg, http.StatusNotFound)
 	})
 	return mux
 }
+
+// PrefixNotStripped is in the 404 the gateway answers a path under a
+// prefix a reverse proxy passed on (/toolgate/status): `toolgate status`
+// knows the gateway's own answer by it, and says it whole.
+const PrefixNotStripped = "a reverse proxy in front passed its path prefix on"
 
 // maxPrefixDepth is how many segments a path prefix that prefixed finds
 // may have (/a/b/c/mcp: 3).
@@ -757,7 +762,7 @@ func (w *notHandledWriter) finish() {
 // the cap with 413 before anything reads them. Each refusal is audited.
 func (g *Gateway) guard(next http.Handler, o HTTPOptions, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if probe(r) {
+		if probe(r) || prefixedProbe(r) {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -821,6 +826,24 @@ func tooLarge(size string, limit int64) string {
 // Host check against DNS rebinding and the key guard nothing there.
 func probe(r *http.Request) bool {
 	return (r.Method == http.MethodGet || r.Method == http.MethodHead) && (r.URL.Path == "/healthz" || r.URL.Path == "/readyz")
+}
+
+// prefixedProbe reports whether r is a probe under a path prefix a
+// reverse proxy passed on (GET /toolgate/healthz), which the catch-all
+// answers 404 with the fix (strip the prefix). It is as open as the
+// probes: a gateway with API keys answered it 401, and `toolgate health
+// --addr URL/toolgate` said another program listened there.
+func prefixedProbe(r *http.Request) bool {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		return false
+	}
+	p := r.URL.Path
+	for _, probe := range []string{"/healthz", "/readyz"} {
+		if prefix, ok := strings.CutSuffix(p, probe); ok && len(prefix) > 1 && strings.HasPrefix(prefix, "/") && strings.Count(prefix, "/") <= maxPrefixDepth {
+			return true
+		}
+	}
+	return false
 }
 
 func isLoopbackHost(h string) bool {

@@ -171,6 +171,11 @@ func runHealth(ctx context.Context, w io.Writer, f healthFlags) error {
 			return fmt.Errorf("%s (%s from %s): that gateway cannot say yet which config it serves%s, so it may be another config's: `toolgate status --addr %s` names its config once it has started",
 				line, resp.Status, u, noneLocal, u.Host)
 		}
+		if resp.StatusCode == http.StatusNotFound && strings.Contains(line, gateway.PrefixNotStripped) {
+			// The gateway's own 404 behind a proxy that kept its path:
+			// its words, ending in the fix.
+			return fmt.Errorf("%s answered %s: %s", u, resp.Status, strings.TrimPrefix(strings.TrimSpace(string(body)), "Not Found: "))
+		}
 		if !strings.HasPrefix(line, gateway.NotReadyPrefix) {
 			// A gateway's probe answers without a key, and otherwise
 			// than 200 only "not ready: …": this answer is another

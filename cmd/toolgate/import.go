@@ -7,6 +7,7 @@ import (
 	"io"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -162,8 +163,11 @@ func runImport(stdout, stderr io.Writer, files []string, f importFlags) error {
 	}
 	if f.into == "" {
 		warnInvalid(stderr, merged, from)
-		_, err := stdout.Write(pretty.PrettyOptions(merged, &pretty.Options{Width: 80, Indent: "  "}))
-		return err
+		if _, err := stdout.Write(pretty.PrettyOptions(merged, &pretty.Options{Width: 80, Indent: "  "})); err != nil {
+			return err
+		}
+		warnReadableStdout(stderr, stdout, merged)
+		return nil
 	}
 	return importInto(stdout, stderr, f.into, merged, from, f.dryRun)
 }
@@ -245,12 +249,48 @@ func importInto(stdout, stderr io.Writer, path string, merged []byte, from map[s
 // that reads it through its group), so it is said, not changed.
 func warnReadable(stderr io.Writer, path string, servers map[string]json.RawMessage) {
 	fi, err := os.Stat(path)
-	if err != nil || fi.Mode().Perm()&0o044 == 0 {
+	if err != nil {
+		return
+	}
+	warnReadableMode(stderr, path, path, fi, servers)
+}
+
+// warnReadableStdout is warnReadable for the config printed to a file by
+// the shell's redirect (`toolgate import … > servers.json`, the README's
+// first command), which the shell makes 0644 under the usual umask.
+// Nothing is said for a terminal or a pipe.
+func warnReadableStdout(stderr io.Writer, stdout io.Writer, merged []byte) {
+	f, ok := stdout.(*os.File)
+	if !ok {
+		return
+	}
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		return
+	}
+	var doc struct {
+		MCPServers map[string]json.RawMessage `json:"mcpServers"`
+	}
+	if json.Unmarshal(merged, &doc) != nil {
+		return
+	}
+	path := f.Name()
+	// The file's own path (os.Stdout is named /dev/stdout), where Linux says it.
+	if p, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", f.Fd())); err == nil && filepath.IsAbs(p) {
+		path = p
+	}
+	warnReadableMode(stderr, path+" (stdout)", path, fi, doc.MCPServers)
+}
+
+// warnReadableMode says what warnReadable says of the file fi, named name
+// in the warning and path in its chmod command.
+func warnReadableMode(stderr io.Writer, name, path string, fi os.FileInfo, servers map[string]json.RawMessage) {
+	if fi.Mode().Perm()&0o044 == 0 {
 		return
 	}
 	if secrets := clearSecrets(servers); len(secrets) > 0 {
 		fmt.Fprintf(stderr, "warning: %s is readable by other users (mode %04o) and now holds secrets written out (%s): run `chmod 600 %s`, or have the servers read them from the gateway's environment (\"${NAME}\")\n",
-			path, fi.Mode().Perm(), strings.Join(secrets, ", "), shellword.Join(path))
+			name, fi.Mode().Perm(), strings.Join(secrets, ", "), shellword.Join(path))
 	}
 }
 

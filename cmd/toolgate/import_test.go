@@ -525,3 +525,47 @@ func TestImportIntoNotJSON(t *testing.T) {
 		t.Errorf("a client's file: %v", err)
 	}
 }
+
+// The README's first import prints the config into a file by the shell's
+// redirect (`toolgate import … > servers.json`), which the shell makes
+// 0644 under the usual umask: a token the client's file held written out
+// was then readable by every user of the machine, and import said nothing
+// (it warns of the same in a file --into writes to).
+func TestImportToReadableStdout(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "claude_desktop_config.json")
+	writeRaw(t, src, []byte(`{"mcpServers": {"github": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-github"],
+	  "env": {"GITHUB_PERSONAL_ACCESS_TOKEN": "ghp_abcdefghijklmnopqrstuvwxyz0123456789"}},
+	  "notes": {"url": "https://notes.example/mcp", "headers": {"Authorization": "Bearer ${NOTES_TOKEN}"}}}}`), false)
+	plain := filepath.Join(dir, "plain.json")
+	writeRaw(t, plain, []byte(`{"mcpServers": {"notes": {"url": "https://notes.example/mcp", "headers": {"Authorization": "Bearer ${NOTES_TOKEN}"}}}}`), false)
+	run := func(mode os.FileMode, in string) string {
+		t.Helper()
+		out := filepath.Join(dir, "servers.json")
+		os.Remove(out)
+		f, err := os.OpenFile(out, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, mode)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if err := f.Chmod(mode); err != nil { // whatever the umask
+			t.Fatal(err)
+		}
+		var stderr bytes.Buffer
+		if err := runImport(f, &stderr, []string{in}, importFlags{}); err != nil {
+			t.Fatalf("import: %v\n%s", err, stderr.String())
+		}
+		return stderr.String()
+	}
+	out := filepath.Join(dir, "servers.json")
+	want := "warning: " + out + " (stdout) is readable by other users (mode 0644) and now holds secrets written out (github: env GITHUB_PERSONAL_ACCESS_TOKEN): run `chmod 600 " + out + "`"
+	if got := run(0o644, src); !strings.Contains(got, want) {
+		t.Errorf("stdout to a file of mode 0644:\n%s\nwant %s", got, want)
+	}
+	if got := run(0o600, src); strings.Contains(got, "readable") {
+		t.Errorf("stdout to a file of mode 0600: %s", got)
+	}
+	if got := run(0o644, plain); strings.Contains(got, "readable") {
+		t.Errorf("no secret written out, to a file of mode 0644: %s", got)
+	}
+}

@@ -291,3 +291,47 @@ func TestServeWritesOnlyItsDataFolder(t *testing.T) {
 		t.Errorf("serve wrote outside its data folder: %s", strings.Join(written, ", "))
 	}
 }
+
+// TestStatusPathNotStripped: a reverse proxy that keeps its path
+// (`proxy_pass http://127.0.0.1:8931;`, no slash) passes /keep/status to
+// the gateway, which answers 404 with the fix (have the proxy strip the
+// prefix). `toolgate status --addr URL/keep` cut that answer at 120
+// characters, before the fix, and added that another program may listen
+// there, though the gateway itself had answered.
+func TestStatusPathNotStripped(t *testing.T) {
+	data := t.TempDir()
+	addr, _ := startGateway(t, data, fakeConfig(t, map[string]string{"fake": backendtest.ModeNormal}, nil), noModelFlags(t)...)
+	_, stderr, err := runToolgate(t, t.TempDir(), "status", "--addr", "http://"+addr+"/keep")
+	want := "have it strip the prefix (nginx: `location /keep/ { proxy_pass http://HOST:PORT/; }`, the slash after the port strips it)"
+	if code := exitCode(err); code != 1 || !strings.Contains(stderr, want) || strings.Contains(stderr, "another program may listen") {
+		t.Errorf("toolgate status --addr http://%s/keep: exit %d, %q; want 1 with the gateway's fix %q, and not that another program may answer", addr, code, stderr, want)
+	}
+}
+
+// TestHealthPathNotStripped: behind a proxy that keeps its path, a gateway
+// with API keys (as the README asks behind a proxy) answered
+// /keep/healthz 401 for want of a key, and `toolgate health --addr
+// URL/keep` said another program listened there. The probes' paths under
+// a prefix are as open as the probes, so the gateway's 404 with the fix
+// (strip the prefix) reaches the probe, and health prints it.
+func TestHealthPathNotStripped(t *testing.T) {
+	data := t.TempDir()
+	createKey(t, data, "--name", "ops", "--admin")
+	addr, _ := startGateway(t, data, fakeConfig(t, map[string]string{"fake": backendtest.ModeNormal}, nil), noModelFlags(t)...)
+	want := "have it strip the prefix (nginx: `location /keep/ { proxy_pass http://HOST:PORT/; }`, the slash after the port strips it)"
+	for _, args := range [][]string{{"health", "--addr", "http://" + addr + "/keep"}, {"health", "--ready", "--addr", "http://" + addr + "/keep"}} {
+		_, stderr, err := runToolgate(t, t.TempDir(), args...)
+		if code := exitCode(err); code != 1 || !strings.Contains(stderr, want) || strings.Contains(stderr, "another program") {
+			t.Errorf("toolgate %s: exit %d, %q; want 1 with the gateway's fix %q, and not that another program answers", strings.Join(args, " "), code, stderr, want)
+		}
+	}
+	// A path under a prefix that is no probe's still needs the key.
+	resp, err := http.Get("http://" + addr + "/keep/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("GET /keep/status without a key: %s, want 401", resp.Status)
+	}
+}

@@ -384,6 +384,12 @@ func readStatus(resp *http.Response, u string) ([]byte, gateway.StatusReport, er
 		// report, once the gateway serves (within 10 s of its start).
 		return nil, rep, exitError{fmt.Errorf("%s answered %s: the gateway is starting (%s): ask again in a few seconds", u, resp.Status, oneLineBody(body)), degradedExit}
 	}
+	if resp.StatusCode == http.StatusNotFound && strings.Contains(string(body), gateway.PrefixNotStripped) {
+		// The gateway's own 404 behind a proxy that kept its path: its
+		// words whole, the fix at their end (cut at 120 characters, with
+		// "another program may listen", the fix was lost).
+		return nil, rep, fmt.Errorf("%s answered %s: %s", u, resp.Status, strings.TrimPrefix(strings.TrimSpace(string(body)), "Not Found: "))
+	}
 	if resp.StatusCode != http.StatusOK {
 		return nil, rep, notAStatus(resp, body, u, "")
 	}
@@ -747,6 +753,15 @@ func printStatus(w io.Writer, rep gateway.StatusReport) error {
 	// The command a login needs is too long for the table: in full below it.
 	for _, b := range rep.Backends {
 		if b.State == backend.StateNeedsLogin {
+			fmt.Fprintf(w, "\n%s\n", escapeUnsafe(b.Err))
+		}
+	}
+	// So is the command a down server's error ends in (a login its server
+	// no longer takes, which answers 500): the table cut it, and `auth
+	// status` says "logged in". An error the table holds whole is not said
+	// twice.
+	for _, b := range rep.Backends {
+		if b.State == backend.StateDown && strings.Contains(b.Err, "`toolgate ") && oneLine(b.Err, 100) != b.Err {
 			fmt.Fprintf(w, "\n%s\n", escapeUnsafe(b.Err))
 		}
 	}

@@ -368,3 +368,31 @@ func TestStatusLoginExpiry(t *testing.T) {
 		t.Errorf("degraded reasons %v: want gone's login alone", bad)
 	}
 }
+
+// TestStatusDownErrorCommandInFull: a server down with an error that ends
+// in the command to run (a login its server no longer takes: the
+// TypeScript SDK's example OAuth server restarted answers 500) had that
+// command cut from the table's LAST ERROR at 100 characters, and nothing
+// below it, while `toolgate auth status` said "logged in": the fix was in
+// `status --json` alone. It is printed in full under the table, as a
+// needed login's is.
+func TestStatusDownErrorCommandInFull(t *testing.T) {
+	login := "`toolgate auth login demo --config /home/me/my-servers.json --data-dir /home/me/.local/share/toolgate` logs in again"
+	down := "backend \"demo\" at http://localhost:3000/mcp: the server answered a POST with 500 Internal Server Error: the server, or a proxy before it, failed: its own log says why; the request carried the stored login's token, which a server may fail on once it no longer takes it (its authorization server restarted, or revoked it): " + login
+	short := "backend \"other\": connection refused"
+	var rep gateway.StatusReport
+	rep.Backends = []gateway.BackendStatus{
+		{Status: backend.Status{Name: "demo", State: backend.StateDown, Err: down, LastErr: down}},
+		{Status: backend.Status{Name: "other", State: backend.StateDown, Err: short, LastErr: short}},
+	}
+	var out bytes.Buffer
+	if err := writeStatus(&out, nil, rep, false); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "\n"+down+"\n") {
+		t.Errorf("status: the error with its command is not in full:\n%s", out.String())
+	}
+	if strings.Count(out.String(), short) != 1 {
+		t.Errorf("status: an error the table holds whole is said again:\n%s", out.String())
+	}
+}

@@ -1349,9 +1349,18 @@ func TestHTTPRoot(t *testing.T) {
 	for _, tc := range []struct {
 		method, path string
 		want         int
-	}{{"GET", "/status", 401}, {"GET", "/nope", 401}, {"POST", "/", 401}} {
+	}{{"GET", "/status", 401}, {"GET", "/nope", 401}, {"POST", "/", 401}, {"GET", "/toolgate/healthz", 404}, {"POST", "/toolgate/healthz", 401}} {
 		if code, _, body := get(t, keyed, tc.method, tc.path); code != tc.want {
 			t.Errorf("%s %s with keys: %d %q, want %d", tc.method, tc.path, code, body, tc.want)
+		}
+	}
+	// A probe's path under a prefix is open (a 404 that says to strip the
+	// prefix) only where no route serves it: under a subtree route that
+	// checks no key itself, a key is asked for.
+	keyedSubtree := &HTTPOptions{Extra: extra, Keys: &switchKeys{}, RequireKey: true}
+	for path, want := range map[string]int{"/ui/healthz": 401, "/ui/readyz": 401, "/a/healthz": 404} {
+		if code, _, body := get(t, keyedSubtree, "GET", path); code != want {
+			t.Errorf("GET %s with keys, /ui/ served without OwnAuth: %d %q, want %d", path, code, body, want)
 		}
 	}
 	// Another path says what is served; an HTTP+SSE client's, what to

@@ -94,6 +94,9 @@ type HTTPOptions struct {
 	// Home is where GET / sends a browser (the console's path), or "":
 	// then it says in a line what is served where.
 	Home string
+	// served reports whether a route other than the catch-all serves r
+	// (HTTPHandler sets it; see openProbe).
+	served func(*http.Request) bool
 }
 
 // DefaultMaxBodyBytes is the default request body cap of the HTTP front.
@@ -252,6 +255,7 @@ func (g *Gateway) HTTPHandler(opts *HTTPOptions) http.Handler {
 		plain.ServeHTTP(w, r)
 	})
 	mux := g.httpMux(o, mcpHandler)
+	o.served = func(r *http.Request) bool { return routeOf(mux.ServeMux, r) != "" }
 	h := g.guard(g.requireKey(mux, o, log), o, log)
 	if o.Wrap != nil {
 		h = o.Wrap(h, func(r *http.Request) string { return routeOf(mux.ServeMux, r) })
@@ -762,7 +766,7 @@ func (w *notHandledWriter) finish() {
 // the cap with 413 before anything reads them. Each refusal is audited.
 func (g *Gateway) guard(next http.Handler, o HTTPOptions, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if probe(r) || prefixedProbe(r) {
+		if o.openProbe(r) {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -828,13 +832,17 @@ func probe(r *http.Request) bool {
 	return (r.Method == http.MethodGet || r.Method == http.MethodHead) && (r.URL.Path == "/healthz" || r.URL.Path == "/readyz")
 }
 
-// prefixedProbe reports whether r is a probe under a path prefix a
-// reverse proxy passed on (GET /toolgate/healthz), which the catch-all
-// answers 404 with the fix (strip the prefix). It is as open as the
-// probes: a gateway with API keys answered it 401, and `toolgate health
-// --addr URL/toolgate` said another program listened there.
-func prefixedProbe(r *http.Request) bool {
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+// openProbe reports whether r is a probe (probe) or a probe under a path
+// prefix a reverse proxy passed on (GET /toolgate/healthz), which the
+// catch-all answers 404 with the fix (strip the prefix). Both are open:
+// under a prefix, a gateway with API keys answered it 401, and `toolgate
+// health --addr URL/toolgate` said another program listened there. A path
+// a route serves (one under the console's /ui/, say) is never open.
+func (o HTTPOptions) openProbe(r *http.Request) bool {
+	if probe(r) {
+		return true
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead || o.served == nil || o.served(r) {
 		return false
 	}
 	p := r.URL.Path

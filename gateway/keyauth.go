@@ -97,7 +97,7 @@ func (g *Gateway) requireKey(next http.Handler, o HTTPOptions, log *slog.Logger)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// The root says only where things are (or sends a browser to the
 		// console, which asks for a key itself).
-		if probe(r) || prefixedProbe(r) || homeEntry(r, o.Home) {
+		if o.openProbe(r) || homeEntry(r, o.Home) {
 			next.ServeHTTP(w, r)
 			return
 		}

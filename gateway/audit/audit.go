@@ -133,6 +133,18 @@ type Record struct {
 	// their records apart; "" for a command's record (Append) and a
 	// record written before 2026-12-07.
 	Config string `json:"config,omitempty"`
+	// Count, FirstTime and LastTime make a record stand for Count
+	// refusals of its API key alike (coalesce.go): the same key, action,
+	// tool, decision, reason, route and status as the record written in
+	// full before them, from FirstTime to LastTime (Time is LastTime; the
+	// other fields are the last one's). Absent on every other record.
+	Count     int       `json:"count,omitempty"`
+	FirstTime time.Time `json:"firstTime,omitzero"`
+	LastTime  time.Time `json:"lastTime,omitzero"`
+	// Refused marks a call the gateway answered without running anything
+	// though its decision is allowed (an execute_tool of a tool it does
+	// not have): coalesced as a refusal is. Not stored.
+	Refused bool `json:"-"`
 }
 
 // Field caps: what a client chooses (a User-Agent, a session id, a tool
@@ -234,6 +246,13 @@ type Options struct {
 	// Config names the config of the gateway writing (config.File.Source):
 	// each record written through Write carries it (Record.Config).
 	Config string
+	// Coalesce is the window over which an API key's refusals alike are
+	// counted into one record (coalesce.go; 0 = DefaultCoalesce, negative
+	// = each written on its own), and CoalesceKinds how many kinds of
+	// refusal one key may have recorded one by one in a window (0 =
+	// DefaultCoalesceKinds).
+	Coalesce      time.Duration
+	CoalesceKinds int
 }
 
 // Storage is the data folder's health as the log uses it (serve passes an
@@ -269,6 +288,12 @@ func (o *Options) withDefaults() Options {
 	if r.Storage == nil {
 		r.Storage = storage.Unchecked
 	}
+	if r.Coalesce == 0 {
+		r.Coalesce = DefaultCoalesce
+	}
+	if r.CoalesceKinds <= 0 {
+		r.CoalesceKinds = DefaultCoalesceKinds
+	}
 	return r
 }
 
@@ -277,6 +302,9 @@ type Stats struct {
 	Written uint64 `json:"written"` // records in the file
 	Dropped uint64 `json:"dropped"` // records not queued (the writer fell behind) or not written (a write failed)
 	Errors  uint64 `json:"errors"`  // failed writes, rotations and opens
+	// Coalesced counts an API key's refusals counted into a record that
+	// stands for several (Record.Count) instead of written one by one.
+	Coalesced uint64 `json:"coalesced"`
 }
 
 // Log is an open audit log. Write is safe for concurrent use.
@@ -293,6 +321,7 @@ type Log struct {
 
 	written, dropped, errs atomic.Uint64
 	lostLog                rate.Sometimes
+	co                     *coalescer // nil: refusals written one by one
 
 	// Owned by the writer goroutine.
 	f   *os.File
@@ -314,6 +343,9 @@ func Open(path string, opts *Options) *Log {
 	o := opts.withDefaults()
 	l := &Log{path: path, opts: o, log: o.Logger, q: make(chan Record, o.Queue), closing: make(chan struct{}), done: make(chan struct{}),
 		lostLog: rate.Sometimes{First: lostFirst, Interval: lostEvery}}
+	if o.Coalesce > 0 {
+		l.co = newCoalescer(o.Coalesce, o.CoalesceKinds)
+	}
 	if err := o.Storage.Check(); err != nil {
 		l.failed("open", err)
 	} else if err := l.open(); err != nil {
@@ -329,7 +361,11 @@ func (l *Log) Path() string { return l.path }
 
 // Stats returns the counters as of now.
 func (l *Log) Stats() Stats {
-	return Stats{Written: l.written.Load(), Dropped: l.dropped.Load(), Errors: l.errs.Load()}
+	s := Stats{Written: l.written.Load(), Dropped: l.dropped.Load(), Errors: l.errs.Load()}
+	if l.co != nil {
+		s.Coalesced = l.co.coalesced.Load()
+	}
+	return s
 }
 
 // Write queues r (its Time set when zero). It waits at most MaxWait for
@@ -348,6 +384,11 @@ func (l *Log) Write(r Record) {
 	defer l.mu.RUnlock()
 	if l.closed {
 		l.lost(r, errors.New("the audit log is closed"))
+		return
+	}
+	// Under the read lock: Close waits for it, and the writer then writes
+	// every group's summary.
+	if l.co != nil && coalescible(&r) && l.co.add(&r) {
 		return
 	}
 	select {
@@ -415,12 +456,22 @@ func (l *Log) run() {
 	defer retry.Stop()
 	gather := time.NewTimer(l.opts.Gather)
 	gather.Stop()
+	var flush <-chan time.Time // closes the coalesced refusals' windows
+	if l.co != nil {
+		t := time.NewTicker(min(l.opts.Retry, l.co.window/4))
+		defer t.Stop()
+		flush = t.C
+		defer func() { l.writeSummaries(true) }()
+	}
 	batch := make([]Record, 0, maxBatch)
 	for {
 		var r Record
 		select {
 		case <-retry.C:
 			l.reopen()
+			continue
+		case <-flush:
+			l.writeSummaries(false)
 			continue
 		case rec, ok := <-l.q:
 			if !ok {
@@ -457,6 +508,14 @@ func (l *Log) run() {
 		if !open {
 			return
 		}
+	}
+}
+
+// writeSummaries writes the records of the coalesced refusals whose
+// window ended (all of them, as the log closes).
+func (l *Log) writeSummaries(all bool) {
+	if s := l.co.due(time.Now(), all); len(s) > 0 {
+		l.writeBatch(s)
 	}
 }
 

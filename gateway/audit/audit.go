@@ -21,6 +21,7 @@
 package audit
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -30,6 +31,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -212,6 +214,7 @@ const (
 	DefaultMaxWait      = 50 * time.Millisecond
 	DefaultRetry        = 10 * time.Second
 	DefaultGather       = 5 * time.Millisecond
+	DefaultMinRetention = 24 * time.Hour
 )
 
 // Options configure a Log. Nil means defaults.
@@ -253,6 +256,12 @@ type Options struct {
 	// DefaultCoalesceKinds).
 	Coalesce      time.Duration
 	CoalesceKinds int
+	// MinRetention is how long the operator counts on records being
+	// kept (0 = DefaultMinRetention, negative = no floor): a rotation
+	// that removes a record younger than it is logged as a warning, with
+	// the API key that wrote the most of the file just rotated, and
+	// counted (Stats.RotatedEarly).
+	MinRetention time.Duration
 }
 
 // Storage is the data folder's health as the log uses it (serve passes an
@@ -291,6 +300,9 @@ func (o *Options) withDefaults() Options {
 	if r.Coalesce == 0 {
 		r.Coalesce = DefaultCoalesce
 	}
+	if r.MinRetention == 0 {
+		r.MinRetention = DefaultMinRetention
+	}
 	if r.CoalesceKinds <= 0 {
 		r.CoalesceKinds = DefaultCoalesceKinds
 	}
@@ -305,6 +317,10 @@ type Stats struct {
 	// Coalesced counts an API key's refusals counted into a record that
 	// stands for several (Record.Count) instead of written one by one.
 	Coalesced uint64 `json:"coalesced"`
+	// RotatedEarly counts the rotations that removed records younger
+	// than Options.MinRetention: the log holds less time than the
+	// operator counts on.
+	RotatedEarly uint64 `json:"rotatedEarly"`
 }
 
 // Log is an open audit log. Write is safe for concurrent use.
@@ -320,12 +336,16 @@ type Log struct {
 	done    chan struct{}
 
 	written, dropped, errs atomic.Uint64
+	rotatedEarly           atomic.Uint64
 	lostLog                rate.Sometimes
 	co                     *coalescer // nil: refusals written one by one
 
 	// Owned by the writer goroutine.
 	f   *os.File
 	buf []byte // a batch's lines
+	// fill counts the records this writer put in the file open, by API
+	// key ("" for none), to name who fills the log at an early rotation.
+	fill map[string]int
 	// torn says the file's last line is unfinished (a write cut short by
 	// a full disk or a crash): the next write starts with a newline, so
 	// its first record is a line of its own rather than glued to the
@@ -361,7 +381,7 @@ func (l *Log) Path() string { return l.path }
 
 // Stats returns the counters as of now.
 func (l *Log) Stats() Stats {
-	s := Stats{Written: l.written.Load(), Dropped: l.dropped.Load(), Errors: l.errs.Load()}
+	s := Stats{Written: l.written.Load(), Dropped: l.dropped.Load(), Errors: l.errs.Load(), RotatedEarly: l.rotatedEarly.Load()}
 	if l.co != nil {
 		s.Coalesced = l.co.coalesced.Load()
 	}
@@ -590,6 +610,16 @@ func (l *Log) writeBatch(batch []Record) {
 			l.torn = false
 			l.opts.Storage.OK()
 			l.written.Add(uint64(j - i))
+			if l.opts.MinRetention > 0 {
+				if l.fill == nil {
+					l.fill = map[string]int{}
+				}
+				for _, r := range recs[i:j] {
+					if len(l.fill) < maxFill || l.fill[r.Key] > 0 {
+						l.fill[r.Key] += max(r.Count, 1)
+					}
+				}
+			}
 		}
 		i = j
 	}
@@ -686,8 +716,71 @@ func (l *Log) rotate() error {
 		}
 	}
 	l.closeFile()
-	_, err = shift(l.path, l.opts.MaxFiles) // the next ready opens a new file
+	oldest := Rotated(l.path, l.opts.MaxFiles)
+	var gone time.Time // the newest record of the file the shift removes
+	if l.opts.MinRetention > 0 {
+		gone = lastTime(oldest)
+	}
+	dropped, err := shift(l.path, l.opts.MaxFiles) // the next ready opens a new file
+	if slices.Contains(dropped, oldest) && !gone.IsZero() && time.Since(gone) < l.opts.MinRetention {
+		l.rotatedEarly.Add(1)
+		attrs := []any{"file", l.path, "removed", oldest, "newestRemoved", gone.UTC().Format(time.RFC3339), "age", time.Since(gone).Round(time.Second).String(),
+			"minRetention", l.opts.MinRetention.String(), "maxFiles", l.opts.MaxFiles, "maxFileBytes", l.opts.MaxFileBytes}
+		if key, n, all := topFiller(l.fill); all > 0 {
+			attrs = append(attrs, "topKey", key, "topKeyRecords", n, "records", all)
+		}
+		l.log.Warn("audit log rotation removed records younger than toolgate.audit.minRetention: raise toolgate.audit.maxFiles or maxFileBytes, ship the log (toolgate audit tail -f --json), or lower the rate of the API key that fills it (toolgate.limits.requestsPerSecond)", attrs...)
+	}
+	l.fill = nil
 	return err
+}
+
+// maxFill bounds the keys fill counts (the first ones of a file).
+const maxFill = 1024
+
+// topFiller is the API key that wrote the most records of fill, how many,
+// and the records of all keys. "-" names records without a key.
+func topFiller(fill map[string]int) (key string, n, all int) {
+	for k, c := range fill {
+		all += c
+		if c > n || c == n && k < key {
+			key, n = k, c
+		}
+	}
+	if key == "" && n > 0 {
+		key = "-"
+	}
+	return key, n, all
+}
+
+// lastTime is the time of the last whole record of the file at path (zero
+// when it has none, or cannot be read): only its last 64 KiB are read.
+func lastTime(path string) time.Time {
+	f, err := os.Open(path)
+	if err != nil {
+		return time.Time{}
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return time.Time{}
+	}
+	const tail = 64 << 10
+	off := max(fi.Size()-tail, 0)
+	b := make([]byte, fi.Size()-off)
+	if _, err := f.ReadAt(b, off); err != nil {
+		return time.Time{}
+	}
+	lines := bytes.Split(bytes.TrimRight(b, "\n"), []byte("\n"))
+	for i := len(lines) - 1; i >= 0; i-- {
+		var r struct {
+			Time time.Time `json:"time"`
+		}
+		if json.Unmarshal(lines[i], &r) == nil && !r.Time.IsZero() {
+			return r.Time
+		}
+	}
+	return time.Time{}
 }
 
 // shift rotates the log at path: it removes the rotated files from .n on

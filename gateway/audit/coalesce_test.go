@@ -99,3 +99,25 @@ func TestCoalescedWindowEnds(t *testing.T) {
 		t.Errorf("counts of the records %v, want [0 2 0]: one in full, one for the two after it, one in full in the next window", counts)
 	}
 }
+
+// A rotation that removes records younger than MinRetention says so, and
+// names the key that wrote most of the file just rotated: the operator
+// learns the log holds less than they count on, and who fills it.
+func TestRotationUnderMinRetentionWarned(t *testing.T) {
+	for _, floor := range []time.Duration{0, -1} {
+		l, _, logs := openLog(t, &Options{MaxFileBytes: 8 << 10, MaxFiles: 1, MinRetention: floor})
+		l.Write(Record{Key: "alice", Action: "search_tools", Decision: Allowed, Outcome: OK})
+		for i := range 300 {
+			l.Write(Record{Key: "bulk", Action: "search_tools", Decision: Allowed, Outcome: OK, ArgumentsSHA256: HashArguments(i)})
+		}
+		l.Close()
+		st := l.Stats()
+		warned := strings.Contains(logs.String(), "audit log rotation removed records younger than toolgate.audit.minRetention")
+		switch {
+		case floor == 0 && (st.RotatedEarly == 0 || !warned || !strings.Contains(logs.String(), "topKey=bulk")):
+			t.Errorf("default floor (%s): rotatedEarly %d, log:\n%s\nwant the early rotations counted and warned of, naming bulk", DefaultMinRetention, st.RotatedEarly, logs.String())
+		case floor < 0 && (st.RotatedEarly != 0 || warned):
+			t.Errorf("no floor: rotatedEarly %d, log:\n%s\nwant none", st.RotatedEarly, logs.String())
+		}
+	}
+}

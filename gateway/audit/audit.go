@@ -556,7 +556,7 @@ func (l *Log) reopen() {
 // writeBatch writes the records, as many lines a write as fit in the file
 // before its size limit, rotating when the next would not fit.
 func (l *Log) writeBatch(batch []Record) {
-	recs := batch[:0:0]
+	recs := batch[:0] // filtered in place: recs[i] is written after batch[i] is read
 	var lines [][]byte
 	for _, r := range batch {
 		b, err := json.Marshal(r)

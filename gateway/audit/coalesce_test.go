@@ -61,7 +61,9 @@ func TestRefusalFloodKeepsOthersRecords(t *testing.T) {
 }
 
 // An allowed call is never coalesced, whatever its likeness: each is a
-// record of its own (the allowed-call path only pays the check).
+// record of its own (the allowed-call path only pays the check). Before
+// summaries carried their count, the key's 429 summary was folded into
+// its "other refusals" once the key had used its kinds.
 func TestAllowedNotCoalesced(t *testing.T) {
 	l, path, _ := openLog(t, nil)
 	now := time.Now()
@@ -69,9 +71,14 @@ func TestAllowedNotCoalesced(t *testing.T) {
 		l.Write(Record{Time: now.Add(time.Duration(i)), Key: "alice", Action: "search_tools", Decision: Allowed, Outcome: OK})
 		l.Write(Record{Time: now.Add(time.Duration(i)), Key: "alice", Action: "execute_tool", Tool: "memory__x", Decision: Allowed, Outcome: IsError})
 	}
+	// Nor is a record that stands for several already (the summary of a
+	// key's 429s over its rate): each is written as it is.
+	for i := range 40 {
+		l.Write(Record{Time: now.Add(time.Duration(i)), Key: "mallory", Action: "http", Decision: RateLimited, Count: 1000 + i, FirstTime: now})
+	}
 	l.Close()
-	if recs := readAll(t, path, Filter{}); len(recs) != 100 {
-		t.Fatalf("%d records of 100 allowed calls", len(recs))
+	if recs := readAll(t, path, Filter{}); len(recs) != 140 {
+		t.Fatalf("%d records of 100 allowed calls and 40 summaries", len(recs))
 	}
 }
 

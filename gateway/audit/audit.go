@@ -616,7 +616,7 @@ func (l *Log) writeBatch(batch []Record) {
 				}
 				for _, r := range recs[i:j] {
 					if len(l.fill) < maxFill || l.fill[r.Key] > 0 {
-						l.fill[r.Key] += max(r.Count, 1)
+						l.fill[r.Key]++
 					}
 				}
 			}

@@ -11,6 +11,11 @@
 // logged with who and what (the first ones each, then a line with the
 // count every few seconds) — a record is never lost silently.
 //
+// An API key's refusals alike are coalesced (coalesce.go): the first is
+// written, the repeats within a minute are one record with a count, so a
+// key cannot rotate other keys' records out with cheap refused calls. A
+// rotation that removes records younger than MinRetention is a warning.
+//
 // The file (audit/audit.jsonl in the data folder) is rotated by size:
 // audit.jsonl.1 is the newest rotated file, and MaxFiles of them are kept.
 // Several gateways may share a data folder: each appends whole lines in

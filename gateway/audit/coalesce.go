@@ -71,9 +71,11 @@ func kindOf(r *Record) kind {
 // time of the one written in full).
 type group struct {
 	opened time.Time
-	first  time.Time // the first one counted
-	last   Record    // the last one counted
-	count  int
+	// first and latest are the earliest and latest times counted (calls
+	// running at once may queue their records out of order).
+	first, latest time.Time
+	last          Record // the last one counted
+	count         int
 }
 
 // coalescer holds the open kinds. Its methods are safe for concurrent use.
@@ -130,8 +132,11 @@ func (c *coalescer) add(r *Record) bool {
 }
 
 func (c *coalescer) fold(g *group, r *Record) {
-	if g.count == 0 {
+	if g.count == 0 || r.Time.Before(g.first) {
 		g.first = r.Time
+	}
+	if r.Time.After(g.latest) {
+		g.latest = r.Time
 	}
 	g.count++
 	g.last = *r
@@ -156,7 +161,8 @@ func (c *coalescer) close(k kind, g *group) {
 // fields, with how many and from when to when.
 func (c *coalescer) summary(k kind, g *group) Record {
 	r := g.last
-	r.Count, r.FirstTime, r.LastTime = g.count, g.first, g.last.Time
+	r.Count, r.FirstTime, r.LastTime = g.count, g.first, g.latest
+	r.Time = g.latest
 	if k.other {
 		// Of several tools or reasons: the last one named in the reason,
 		// no tool or server of its own that --tool or --server would

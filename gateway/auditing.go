@@ -40,6 +40,10 @@ type callNote struct {
 	// schema ("" when it fits or the tool declares none): the record's
 	// outputMismatch.
 	output string
+	// refused says the call ran nothing though it was not denied (a tool
+	// the gateway does not have): its record is coalesced as a refusal's
+	// (audit.Record.Refused).
+	refused bool
 }
 
 // Note is audit.Noter's: the management tools say through it what they act on.
@@ -89,6 +93,7 @@ func (g *Gateway) audited(action string, h mcp.ToolHandler) mcp.ToolHandler {
 			TrimmedBytes:    n.trimmed,
 			ArgumentsSHA256: audit.HashArguments(args),
 			OutputMismatch:  n.output,
+			Refused:         n.refused,
 		}
 		if r.Decision == "" {
 			r.Decision = audit.Allowed
@@ -124,7 +129,7 @@ func (g *Gateway) auditRefusedCall(ctx context.Context, req *mcp.CallToolRequest
 	}
 	r := audit.Record{
 		Time:       start,
-		Action:     "tools/call",
+		Action:     audit.ToolsCall,
 		Tool:       req.Params.Name,
 		Decision:   audit.Allowed,
 		Outcome:    audit.IsError,

@@ -346,3 +346,26 @@ type quietErr struct{ err error }
 
 func (quietErr) Error() string   { return "" }
 func (q quietErr) Unwrap() error { return q.err }
+
+// TestAuditedUnknownToolRefused: an execute_tool of a tool the gateway
+// does not have ran nothing, though its decision is allowed: its record
+// is marked Refused, so that the audit log coalesces a key's repeats of it
+// as a refusal's; a call the backend answered with isError is not.
+func TestAuditedUnknownToolRefused(t *testing.T) {
+	log := &audittest.Log{}
+	tool := catalog.Tool{Server: "fake", Name: "echo", InputSchema: json.RawMessage(`{"type":"object"}`)}
+	bad := &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "the tool failed"}}}
+	fs := &fakeSearcher{tools: []catalog.Tool{tool}, search: func(search.Query) (search.Result, error) { return search.Result{}, nil }}
+	g := New(fs, &fakeCaller{call: func(string, string, map[string]any) (*mcp.CallToolResult, error) { return bad, nil }}, &Options{Audit: log})
+	h := g.audited(ExecuteToolName, g.handleExecute)
+	for args, refused := range map[string]bool{`{"name":"fake__nosuch"}`: true, `{"name":"nosuch"}`: true, `{"name":"fake__echo"}`: false} {
+		req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: ExecuteToolName, Arguments: json.RawMessage(args)}}
+		if _, err := h(context.Background(), req); err != nil {
+			t.Fatal(err)
+		}
+		recs := log.Records()
+		if r := recs[len(recs)-1]; r.Refused != refused || r.Decision != audit.Allowed || r.Outcome != audit.IsError {
+			t.Errorf("%s: recorded %s/%s, refused %v; want allowed/isError, refused %v", args, r.Decision, r.Outcome, r.Refused, refused)
+		}
+	}
+}

@@ -101,6 +101,7 @@ func (g *Gateway) handleExecute(ctx context.Context, req *mcp.CallToolRequest) (
 		if !ok { // a name the catalog lacks may still have a reason (a removed server)
 			server, name, err := catalog.SplitID(a.Name)
 			if err != nil {
+				note.refused = true
 				return toolError("%s", g.unknownTool(ctx, a.Name)), nil
 			}
 			t = catalog.Tool{Server: server, Name: name}
@@ -119,6 +120,7 @@ func (g *Gateway) handleExecute(ctx context.Context, req *mcp.CallToolRequest) (
 		}
 	}
 	if !ok {
+		note.refused = true
 		return toolError("%s", g.unknownTool(ctx, a.Name)), nil
 	}
 	args, forSchema, plain, err := toolArgs(a.Arguments)

@@ -1188,7 +1188,7 @@ func TestKeyRateFloodLimited(t *testing.T) {
 	if len(recs) != 4 {
 		t.Fatalf("%d records after the summary, want 4: %+v", len(recs), recs)
 	}
-	if s := recs[3]; s.Decision != audit.RateLimited || s.Key != "ci" || !strings.Contains(s.Reason, `97 requests of API key "ci" over its rate suppressed`) {
+	if s := recs[3]; s.Decision != audit.RateLimited || s.Key != "ci" || !strings.Contains(s.Reason, `97 requests of API key "ci" over its rate suppressed`) || s.Count != 97 || s.FirstTime.IsZero() {
 		t.Fatalf("summary record %+v, want rate-limited of key ci counting 97", s)
 	}
 }

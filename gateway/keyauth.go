@@ -312,7 +312,7 @@ func overRefused(w http.ResponseWriter, r *http.Request, o HTTPOptions, why stri
 // refused requests (limit.RefusalOptions.Summary) to a, and logs it.
 func RefusalSummary(a AuditLog, log *slog.Logger) func(addr string, n int, since time.Time) {
 	return func(addr string, n int, since time.Time) {
-		writeSuppressed(a, log, audit.Record{Remote: addr},
+		writeSuppressed(a, log, audit.Record{Remote: addr, Count: n, FirstTime: since},
 			fmt.Sprintf("%d refused requests from %s suppressed since %s", n, addr, since.UTC().Format(time.RFC3339)),
 			"refused requests over the per-address limit", "remote", addr, "suppressed", n, "since", since.UTC().Format(time.RFC3339))
 	}
@@ -323,7 +323,7 @@ func RefusalSummary(a AuditLog, log *slog.Logger) func(addr string, n int, since
 // to a, and logs it.
 func RateSummary(a AuditLog, log *slog.Logger) func(key string, n int, since time.Time) {
 	return func(key string, n int, since time.Time) {
-		writeSuppressed(a, log, audit.Record{Key: key},
+		writeSuppressed(a, log, audit.Record{Key: key, Count: n, FirstTime: since},
 			fmt.Sprintf("%d requests of API key %q over its rate suppressed since %s", n, key, since.UTC().Format(time.RFC3339)),
 			"requests over a key's rate past the limit of those recorded", "key", key, "suppressed", n, "since", since.UTC().Format(time.RFC3339))
 	}
@@ -331,7 +331,9 @@ func RateSummary(a AuditLog, log *slog.Logger) func(key string, n int, since tim
 
 // writeSuppressed logs (msg, attrs) and writes rec, a summary of requests
 // answered 429 and not recorded one by one, as the rate-limited record
-// whose reason is what.
+// whose reason is what. rec's Count and FirstTime say how many since
+// when: a record that stands for several, as a key's refusals alike
+// coalesced are (and so never coalesced itself).
 func writeSuppressed(a AuditLog, log *slog.Logger, rec audit.Record, what, msg string, attrs ...any) {
 	if log != nil {
 		log.Warn(msg, attrs...)

@@ -403,6 +403,11 @@ func formatRecord(r audit.Record) string {
 	if r.Action != "http" && r.Action != audit.ConfigReload && r.Transport != "cli" {
 		parts = append(parts, fmt.Sprintf("%.0fms %dB", r.DurationMs, r.ResultBytes))
 	}
+	if r.Count > 0 {
+		// A record that stands for an API key's refusals alike: how many,
+		// since when (its time is the last one's).
+		parts = append(parts, fmt.Sprintf("×%d since %s", r.Count, r.FirstTime.Local().Format("2006-01-02 15:04:05.000")))
+	}
 	if r.TrimmedBytes > 0 {
 		parts = append(parts, fmt.Sprintf("trimmed=%dB", r.TrimmedBytes))
 	}

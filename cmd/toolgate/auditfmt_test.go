@@ -450,3 +450,51 @@ func TestAuditRotateUnknownMaxFiles(t *testing.T) {
 		}
 	}
 }
+
+// TestAuditTailKeyCoalesced: `audit tail --key mallory` after a flood of
+// mallory's refusals alike shows the one written in full and the one
+// that counts the others (×N since its first), and alice's earlier call
+// is still in the log; --decision and --tool find the counted record as
+// they find the first; --json keeps count, firstTime and lastTime.
+func TestAuditTailKeyCoalesced(t *testing.T) {
+	g := &globals{dataDir: t.TempDir()}
+	path := dirs.Audit(g.DataDir())
+	l := audit.Open(path, &audit.Options{MaxFileBytes: 32 << 10, MaxFiles: 1})
+	start := time.Date(2026, 12, 8, 1, 0, 0, 0, time.UTC)
+	l.Write(audit.Record{Time: start, Key: "alice", Transport: "http", Action: "execute_tool", Tool: "memory__read_graph", Decision: audit.Allowed, Outcome: audit.OK})
+	for i := range 1000 {
+		l.Write(audit.Record{Time: start.Add(time.Duration(i+1) * time.Second / 50), Key: "mallory", Transport: "http", Action: "execute_tool",
+			Tool: "memory__delete_entities", Decision: audit.Denied, Reason: `the API key "mallory" lacks access to this tool`})
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	tail := func(f auditTailFlags) string {
+		t.Helper()
+		var out, errOut bytes.Buffer
+		if err := runAuditTail(context.Background(), g, &out, &errOut, f); err != nil {
+			t.Fatal(err, errOut.String())
+		}
+		return out.String()
+	}
+	out := tail(auditTailFlags{n: 0, filter: audit.Filter{Key: "mallory"}})
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	first := start.Add(2 * time.Second / 50).Local().Format("2006-01-02 15:04:05.000")
+	if len(lines) != 2 || strings.Contains(lines[0], "×") || !strings.Contains(lines[1], "memory__delete_entities  denied  0ms 0B  ×999 since "+first) {
+		t.Errorf("audit tail --key mallory printed\n%s\nwant the first refusal, then one line of the 999 after it (×999 since %s)", out, first)
+	}
+	if got := tail(auditTailFlags{n: 0, decisions: []string{audit.Denied}, filter: audit.Filter{Key: "mallory", Tool: "memory__delete_entities"}}); got != out {
+		t.Errorf("--decision denied --tool memory__delete_entities printed\n%s\nwant what --key alone printed", got)
+	}
+	if got := tail(auditTailFlags{n: 0, filter: audit.Filter{Key: "alice"}}); !strings.Contains(got, "memory__read_graph  allowed  ok") {
+		t.Errorf("alice's call is gone after mallory's flood: %q", got)
+	}
+	var rec map[string]any
+	js := strings.Split(strings.TrimSpace(tail(auditTailFlags{n: 1, nSet: true, asJSON: true, filter: audit.Filter{Key: "mallory"}})), "\n")
+	if err := json.Unmarshal([]byte(js[len(js)-1]), &rec); err != nil {
+		t.Fatal(err)
+	}
+	if rec["count"] != 999.0 || rec["firstTime"] != start.Add(2*time.Second/50).Format(time.RFC3339Nano) || rec["lastTime"] != rec["time"] {
+		t.Errorf("--json: %v, want count 999, firstTime the second refusal's, lastTime the record's time", rec)
+	}
+}

@@ -72,7 +72,7 @@ func (fr *front) serve(ctx context.Context) error {
 	// HTTP front, and read the pool, catalog, loop and embedding cache
 	// when scraped (GET /metrics, with --http).
 	met := metrics.New(&metrics.Options{Backends: fr.pool, Catalog: fr.lv, Loop: fr.lv, EmbedCache: cacheStats(fr.emb), Search: fr.ranking,
-		CertNotAfter: func() *time.Time { return fr.proc.report().TLSNotAfter }})
+		CertNotAfter: func() *time.Time { return fr.proc.report().TLSNotAfter }, Audit: fr.sec.audit.Stats})
 	// The console's recent calls, kept in memory.
 	recent := console.NewRecorder(0)
 	// The management tools stand in front of the pool: calls of

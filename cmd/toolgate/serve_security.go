@@ -155,7 +155,7 @@ func (sec *security) open(cfg *config.File, log *slog.Logger, health *storage.He
 	t := cfg.Toolgate
 	data := health.Dir()
 	sec.audit = audit.Open(dirs.Audit(data), &audit.Options{Logger: log, MaxFileBytes: t.Audit.MaxFileBytes, MaxFiles: t.Audit.MaxFiles,
-		Storage: health.Writer("audit log", "records are counted as lost"), Config: cfg.Source()})
+		MinRetention: t.Audit.MinRetention.Duration, Storage: health.Writer("audit log", "records are counted as lost"), Config: cfg.Source()})
 	if t.Audit.Arguments == "masked" {
 		// The stderr masking rules, with every configured secret.
 		sec.auditArguments = mask.New(backend.Secrets(cfg.All()...)).Value

@@ -11,6 +11,11 @@
 // logged with who and what (the first ones each, then a line with the
 // count every few seconds) — a record is never lost silently.
 //
+// An API key's refusals alike are coalesced (coalesce.go): the first is
+// written, the repeats within a minute are one record with a count, so a
+// key cannot rotate other keys' records out with cheap refused calls. A
+// rotation that removes records younger than MinRetention is a warning.
+//
 // The file (audit/audit.jsonl in the data folder) is rotated by size:
 // audit.jsonl.1 is the newest rotated file, and MaxFiles of them are kept.
 // Several gateways may share a data folder: each appends whole lines in
@@ -21,6 +26,7 @@
 package audit
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -30,6 +36,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -133,6 +140,18 @@ type Record struct {
 	// their records apart; "" for a command's record (Append) and a
 	// record written before 2026-12-07.
 	Config string `json:"config,omitempty"`
+	// Count, FirstTime and LastTime make a record stand for Count
+	// refusals of its API key alike (coalesce.go): the same key, action,
+	// tool, decision, reason, route and status as the record written in
+	// full before them, from FirstTime to LastTime (Time is LastTime; the
+	// other fields are the last one's). Absent on every other record.
+	Count     int       `json:"count,omitempty"`
+	FirstTime time.Time `json:"firstTime,omitzero"`
+	LastTime  time.Time `json:"lastTime,omitzero"`
+	// Refused marks a call the gateway answered without running anything
+	// though its decision is allowed (an execute_tool of a tool it does
+	// not have): coalesced as a refusal is. Not stored.
+	Refused bool `json:"-"`
 }
 
 // Field caps: what a client chooses (a User-Agent, a session id, a tool
@@ -200,6 +219,7 @@ const (
 	DefaultMaxWait      = 50 * time.Millisecond
 	DefaultRetry        = 10 * time.Second
 	DefaultGather       = 5 * time.Millisecond
+	DefaultMinRetention = 24 * time.Hour
 )
 
 // Options configure a Log. Nil means defaults.
@@ -234,6 +254,19 @@ type Options struct {
 	// Config names the config of the gateway writing (config.File.Source):
 	// each record written through Write carries it (Record.Config).
 	Config string
+	// Coalesce is the window over which an API key's refusals alike are
+	// counted into one record (coalesce.go; 0 = DefaultCoalesce, negative
+	// = each written on its own), and CoalesceKinds how many kinds of
+	// refusal one key may have recorded one by one in a window (0 =
+	// DefaultCoalesceKinds).
+	Coalesce      time.Duration
+	CoalesceKinds int
+	// MinRetention is how long the operator counts on records being
+	// kept (0 = DefaultMinRetention, negative = no floor): a rotation
+	// that removes a record younger than it is logged as a warning, with
+	// the API key that wrote the most of the file just rotated, and
+	// counted (Stats.RotatedEarly).
+	MinRetention time.Duration
 }
 
 // Storage is the data folder's health as the log uses it (serve passes an
@@ -269,6 +302,15 @@ func (o *Options) withDefaults() Options {
 	if r.Storage == nil {
 		r.Storage = storage.Unchecked
 	}
+	if r.Coalesce == 0 {
+		r.Coalesce = DefaultCoalesce
+	}
+	if r.MinRetention == 0 {
+		r.MinRetention = DefaultMinRetention
+	}
+	if r.CoalesceKinds <= 0 {
+		r.CoalesceKinds = DefaultCoalesceKinds
+	}
 	return r
 }
 
@@ -277,6 +319,13 @@ type Stats struct {
 	Written uint64 `json:"written"` // records in the file
 	Dropped uint64 `json:"dropped"` // records not queued (the writer fell behind) or not written (a write failed)
 	Errors  uint64 `json:"errors"`  // failed writes, rotations and opens
+	// Coalesced counts an API key's refusals counted into a record that
+	// stands for several (Record.Count) instead of written one by one.
+	Coalesced uint64 `json:"coalesced"`
+	// RotatedEarly counts the rotations that removed records younger
+	// than Options.MinRetention: the log holds less time than the
+	// operator counts on.
+	RotatedEarly uint64 `json:"rotatedEarly"`
 }
 
 // Log is an open audit log. Write is safe for concurrent use.
@@ -292,11 +341,16 @@ type Log struct {
 	done    chan struct{}
 
 	written, dropped, errs atomic.Uint64
+	rotatedEarly           atomic.Uint64
 	lostLog                rate.Sometimes
+	co                     *coalescer // nil: refusals written one by one
 
 	// Owned by the writer goroutine.
 	f   *os.File
 	buf []byte // a batch's lines
+	// fill counts the records this writer put in the file open, by API
+	// key ("" for none), to name who fills the log at an early rotation.
+	fill map[string]int
 	// torn says the file's last line is unfinished (a write cut short by
 	// a full disk or a crash): the next write starts with a newline, so
 	// its first record is a line of its own rather than glued to the
@@ -314,6 +368,9 @@ func Open(path string, opts *Options) *Log {
 	o := opts.withDefaults()
 	l := &Log{path: path, opts: o, log: o.Logger, q: make(chan Record, o.Queue), closing: make(chan struct{}), done: make(chan struct{}),
 		lostLog: rate.Sometimes{First: lostFirst, Interval: lostEvery}}
+	if o.Coalesce > 0 {
+		l.co = newCoalescer(o.Coalesce, o.CoalesceKinds)
+	}
 	if err := o.Storage.Check(); err != nil {
 		l.failed("open", err)
 	} else if err := l.open(); err != nil {
@@ -345,7 +402,11 @@ func (l *Log) Tail(n int) ([]Record, error) {
 
 // Stats returns the counters as of now.
 func (l *Log) Stats() Stats {
-	return Stats{Written: l.written.Load(), Dropped: l.dropped.Load(), Errors: l.errs.Load()}
+	s := Stats{Written: l.written.Load(), Dropped: l.dropped.Load(), Errors: l.errs.Load(), RotatedEarly: l.rotatedEarly.Load()}
+	if l.co != nil {
+		s.Coalesced = l.co.coalesced.Load()
+	}
+	return s
 }
 
 // Write queues r (its Time set when zero). It waits at most MaxWait for
@@ -364,6 +425,11 @@ func (l *Log) Write(r Record) {
 	defer l.mu.RUnlock()
 	if l.closed {
 		l.lost(r, errors.New("the audit log is closed"))
+		return
+	}
+	// Under the read lock: Close waits for it, and the writer then writes
+	// every group's summary.
+	if l.co != nil && coalescible(&r) && l.co.add(&r) {
 		return
 	}
 	select {
@@ -431,12 +497,22 @@ func (l *Log) run() {
 	defer retry.Stop()
 	gather := time.NewTimer(l.opts.Gather)
 	gather.Stop()
+	var flush <-chan time.Time // closes the coalesced refusals' windows
+	if l.co != nil {
+		t := time.NewTicker(min(l.opts.Retry, l.co.window/4))
+		defer t.Stop()
+		flush = t.C
+		defer func() { l.writeSummaries(true) }()
+	}
 	batch := make([]Record, 0, maxBatch)
 	for {
 		var r Record
 		select {
 		case <-retry.C:
 			l.reopen()
+			continue
+		case <-flush:
+			l.writeSummaries(false)
 			continue
 		case rec, ok := <-l.q:
 			if !ok {
@@ -476,6 +552,14 @@ func (l *Log) run() {
 	}
 }
 
+// writeSummaries writes the records of the coalesced refusals whose
+// window ended (all of them, as the log closes).
+func (l *Log) writeSummaries(all bool) {
+	if s := l.co.due(time.Now(), all); len(s) > 0 {
+		l.writeBatch(s)
+	}
+}
+
 // reopen makes sure the file is open (a failed open or write left it
 // closed) when the folder takes writes, and reports the log healthy: a
 // fault that ended is then cleared without waiting for a record.
@@ -493,7 +577,7 @@ func (l *Log) reopen() {
 // writeBatch writes the records, as many lines a write as fit in the file
 // before its size limit, rotating when the next would not fit.
 func (l *Log) writeBatch(batch []Record) {
-	recs := batch[:0:0]
+	recs := batch[:0] // filtered in place: recs[i] is written after batch[i] is read
 	var lines [][]byte
 	for _, r := range batch {
 		b, err := json.Marshal(r)
@@ -547,6 +631,16 @@ func (l *Log) writeBatch(batch []Record) {
 			l.torn = false
 			l.opts.Storage.OK()
 			l.written.Add(uint64(j - i))
+			if l.opts.MinRetention > 0 {
+				if l.fill == nil {
+					l.fill = map[string]int{}
+				}
+				for _, r := range recs[i:j] {
+					if len(l.fill) < maxFill || l.fill[r.Key] > 0 {
+						l.fill[r.Key]++
+					}
+				}
+			}
 		}
 		i = j
 	}
@@ -643,8 +737,71 @@ func (l *Log) rotate() error {
 		}
 	}
 	l.closeFile()
-	_, err = shift(l.path, l.opts.MaxFiles) // the next ready opens a new file
+	oldest := Rotated(l.path, l.opts.MaxFiles)
+	var gone time.Time // the newest record of the file the shift removes
+	if l.opts.MinRetention > 0 {
+		gone = lastTime(oldest)
+	}
+	dropped, err := shift(l.path, l.opts.MaxFiles) // the next ready opens a new file
+	if slices.Contains(dropped, oldest) && !gone.IsZero() && time.Since(gone) < l.opts.MinRetention {
+		l.rotatedEarly.Add(1)
+		attrs := []any{"file", l.path, "removed", oldest, "newestRemoved", gone.UTC().Format(time.RFC3339), "age", time.Since(gone).Round(time.Second).String(),
+			"minRetention", l.opts.MinRetention.String(), "maxFiles", l.opts.MaxFiles, "maxFileBytes", l.opts.MaxFileBytes}
+		if key, n, all := topFiller(l.fill); all > 0 {
+			attrs = append(attrs, "topKey", key, "topKeyRecords", n, "records", all)
+		}
+		l.log.Warn("audit log rotation removed records younger than toolgate.audit.minRetention: raise toolgate.audit.maxFiles or maxFileBytes, ship the log (toolgate audit tail -f --json), or lower the rate of the API key that fills it (toolgate.limits.requestsPerSecond)", attrs...)
+	}
+	l.fill = nil
 	return err
+}
+
+// maxFill bounds the keys fill counts (the first ones of a file).
+const maxFill = 1024
+
+// topFiller is the API key that wrote the most records of fill, how many,
+// and the records of all keys. "-" names records without a key.
+func topFiller(fill map[string]int) (key string, n, all int) {
+	for k, c := range fill {
+		all += c
+		if c > n || c == n && k < key {
+			key, n = k, c
+		}
+	}
+	if key == "" && n > 0 {
+		key = "-"
+	}
+	return key, n, all
+}
+
+// lastTime is the time of the last whole record of the file at path (zero
+// when it has none, or cannot be read): only its last 64 KiB are read.
+func lastTime(path string) time.Time {
+	f, err := os.Open(path)
+	if err != nil {
+		return time.Time{}
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return time.Time{}
+	}
+	const tail = 64 << 10
+	off := max(fi.Size()-tail, 0)
+	b := make([]byte, fi.Size()-off)
+	if _, err := f.ReadAt(b, off); err != nil {
+		return time.Time{}
+	}
+	lines := bytes.Split(bytes.TrimRight(b, "\n"), []byte("\n"))
+	for i := len(lines) - 1; i >= 0; i-- {
+		var r struct {
+			Time time.Time `json:"time"`
+		}
+		if json.Unmarshal(lines[i], &r) == nil && !r.Time.IsZero() {
+			return r.Time
+		}
+	}
+	return time.Time{}
 }
 
 // shift rotates the log at path: it removes the rotated files from .n on

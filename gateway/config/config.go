@@ -456,6 +456,10 @@ type AuditSettings struct {
 	Arguments    string `json:"arguments,omitempty"`
 	MaxFileBytes int64  `json:"maxFileBytes,omitzero"` // 0 = audit.DefaultMaxFileBytes
 	MaxFiles     int    `json:"maxFiles,omitzero"`     // rotated files kept; 0 = audit.DefaultMaxFiles
+	// MinRetention is how long records are counted on to stay: a
+	// rotation that removes younger ones is a logged warning and counted
+	// (0 = audit.DefaultMinRetention).
+	MinRetention Duration `json:"minRetention,omitzero"`
 }
 
 // LimitSettings bound the load clients put on the gateway and backends.

@@ -146,13 +146,13 @@ func TestParseGood(t *testing.T) {
 			in: `{"mcpServers": {"m": {"command": "x"}}, "toolgate": {
 				"keysFile": "secrets/keys.jsonl",
 				"security": {"onDefinitionChange": "warn", "approvedTools": ["internal__*", "m__t"], "maxTextLength": 500},
-				"audit": {"arguments": "masked", "maxFileBytes": 1000000, "maxFiles": 3},
+				"audit": {"arguments": "masked", "maxFileBytes": 1000000, "maxFiles": 3, "minRetention": "168h"},
 				"limits": {"requestsPerSecond": 2.5, "burst": 5, "maxStreams": 8, "maxInFlight": 4, "queueTimeout": "3s", "refusedPerMinute": 30, "refusedBurst": 10}}}`,
 			servers: []Server{{Name: "m", Type: TypeStdio, Command: "x"}},
 			settings: func(s *Settings) {
 				s.KeysFile = filepath.Join(dir, "secrets", "keys.jsonl")
 				s.Security = SecuritySettings{OnDefinitionChange: "warn", ApprovedTools: []string{"internal__*", "m__t"}, MaxTextLength: 500}
-				s.Audit = AuditSettings{Arguments: "masked", MaxFileBytes: 1000000, MaxFiles: 3}
+				s.Audit = AuditSettings{Arguments: "masked", MaxFileBytes: 1000000, MaxFiles: 3, MinRetention: Duration{168 * time.Hour}}
 				s.Limits = LimitSettings{RequestsPerSecond: 2.5, Burst: 5, MaxStreams: 8, MaxInFlight: 4, QueueTimeout: sec(3), RefusedPerMinute: 30, RefusedBurst: 10}
 			},
 		},
@@ -536,11 +536,12 @@ func TestParseBad(t *testing.T) {
 		}},
 		{"security, audit and limits ranges", `{"mcpServers": {"a": {"command": "x"}}, "toolgate": {
 			"security": {"onDefinitionChange": "block", "approvedTools": ["memory", "["], "maxTextLength": -1, "allow": []},
-			"audit": {"arguments": "plain", "maxFileBytes": -5, "maxFiles": 5000},
+			"audit": {"arguments": "plain", "maxFileBytes": -5, "maxFiles": 5000, "minRetention": "-5m"},
 			"limits": {"requestsPerSecond": -1, "burst": -1, "maxStreams": -4, "maxInFlight": 100000, "queueTimeout": "2h", "refusedPerMinute": -2, "refusedBurst": -3}}}`, nil, []want{
 			{`toolgate.audit.arguments`, `unknown value "plain": use "hash"`},
 			{`toolgate.audit.maxFileBytes`, "-5 is out of range"},
 			{`toolgate.audit.maxFiles`, "5000 is out of range"},
+			{`toolgate.audit.minRetention`, "-5m0s is negative"},
 			{`toolgate.limits.burst`, "-1 is out of range"},
 			{`toolgate.limits.maxInFlight`, "100000 is out of range"},
 			{`toolgate.limits.maxStreams`, "-4 is out of range"},

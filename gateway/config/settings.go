@@ -26,7 +26,7 @@ var (
 	globKeys      = []string{"allow", "deny"}
 	manageKeys    = []string{"allowConfigChanges"}
 	securityKeys  = []string{"onDefinitionChange", "approvedTools", "maxTextLength"}
-	auditKeys     = []string{"arguments", "maxFileBytes", "maxFiles"}
+	auditKeys     = []string{"arguments", "maxFileBytes", "maxFiles", "minRetention"}
 	limitsKeys    = []string{"requestsPerSecond", "burst", "maxStreams", "maxInFlight", "queueTimeout", "refusedPerMinute", "refusedBurst"}
 )
 
@@ -177,6 +177,7 @@ func (p *parser) settings(raw json.RawMessage, s *Settings) {
 	s.Audit.Arguments = literal(ad, "arguments")
 	s.Audit.MaxFileBytes = ad.int("maxFileBytes")
 	s.Audit.MaxFiles = int(ad.int("maxFiles"))
+	s.Audit.MinRetention = ad.duration("minRetention")
 	lm := d.object("limits", limitsKeys)
 	s.Limits.RequestsPerSecond = lm.float("requestsPerSecond")
 	s.Limits.Burst = int(lm.int("burst"))
@@ -392,6 +393,9 @@ func (s *Settings) validateSecurity() []*FieldError {
 	}
 	if n := s.Audit.MaxFiles; n < 0 || n > maxAuditFiles {
 		bad("audit.maxFiles", "%d is out of range: use 1 to %d (or leave it out for the default)", n, maxAuditFiles)
+	}
+	if d := s.Audit.MinRetention.Duration; d < 0 {
+		bad("audit.minRetention", "%s is negative: use how long records should stay at least, like \"24h\" or \"168h\" (or leave it out for the default)", d)
 	}
 	if v := s.Limits.RequestsPerSecond; v < 0 || v > maxRequestsPerSecond || math.IsNaN(v) {
 		bad("limits.requestsPerSecond", "%v is out of range: use a positive number up to %g (or leave it out for the default)", v, float64(maxRequestsPerSecond))

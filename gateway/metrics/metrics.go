@@ -22,6 +22,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/gateway/audit"
 	"github.com/toolgate/toolgate/gateway/backend"
 	"github.com/toolgate/toolgate/gateway/live"
 	"github.com/toolgate/toolgate/index/catalog"
@@ -80,6 +81,9 @@ type Options struct {
 	// CertNotAfter is when the HTTPS front's certificate expires, nil
 	// without one (toolgate_tls_cert_expiry_timestamp_seconds).
 	CertNotAfter func() *time.Time
+	// Audit returns the audit log's counts so far
+	// (toolgate_audit_records_total, toolgate_audit_rotated_early_total).
+	Audit func() audit.Stats
 }
 
 // Metrics is one gateway's registry of metrics. Its decorators and handler

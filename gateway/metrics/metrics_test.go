@@ -18,6 +18,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/gateway/audit"
 	"github.com/toolgate/toolgate/gateway/backend"
 	"github.com/toolgate/toolgate/gateway/backend/backendtest"
 	"github.com/toolgate/toolgate/gateway/config"
@@ -119,6 +120,7 @@ func newTest() *Metrics {
 		Catalog:    &fakeCatalog{tools},
 		Loop:       fakeLoop(4),
 		EmbedCache: func() CacheCounts { return CacheCounts{Hits: 7, Misses: 3, Dropped: 20} },
+		Audit:      func() audit.Stats { return audit.Stats{Written: 120, Dropped: 2, Coalesced: 4000, RotatedEarly: 1} },
 		Search: func() *search.State {
 			return &search.State{Mode: search.ModeBM25, Configured: search.ModeHybrid, BM25Only: true, Reason: "no model", Running: 2, Waiting: 5, Slots: 2}
 		},
@@ -318,12 +320,20 @@ toolgate_backend_tls_cert_expiry_timestamp_seconds{server="remote"} 1.803902401e
 # HELP toolgate_backend_login_expiry_timestamp_seconds When the access token of a remote server's OAuth login expires, for a login that cannot be refreshed (the authorization server gave no refresh token: the server needs toolgate auth login again by then), as a Unix time; absent for one that can be refreshed, or none.
 # TYPE toolgate_backend_login_expiry_timestamp_seconds gauge
 toolgate_backend_login_expiry_timestamp_seconds{server="remote"} 1.803898801e+09
+# HELP toolgate_audit_records_total Audit records by what became of them: written (in the file), dropped (lost: the writer fell behind, the disk failed or is under its free-space floor), coalesced (an API key's refusals counted into a record that stands for several).
+# TYPE toolgate_audit_records_total counter
+toolgate_audit_records_total{result="coalesced"} 4000
+toolgate_audit_records_total{result="dropped"} 2
+toolgate_audit_records_total{result="written"} 120
+# HELP toolgate_audit_rotated_early_total Rotations of the audit log that removed records younger than toolgate.audit.minRetention: the log holds less time than counted on.
+# TYPE toolgate_audit_rotated_early_total counter
+toolgate_audit_rotated_early_total 1
 `
 	if err := testutil.GatherAndCompare(m.reg, strings.NewReader(want),
 		"toolgate_backend_up", "toolgate_backend_restarts_total", "toolgate_catalog_tools", "toolgate_index_generation",
 		"toolgate_embedding_cache_hits_total", "toolgate_embedding_cache_misses_total", "toolgate_embedding_cache_dropped_total", "toolgate_search_bm25_only",
 		"toolgate_search_running", "toolgate_search_waiting", "toolgate_tls_cert_expiry_timestamp_seconds", "toolgate_backend_tls_cert_expiry_timestamp_seconds",
-		"toolgate_backend_login_expiry_timestamp_seconds"); err != nil {
+		"toolgate_backend_login_expiry_timestamp_seconds", "toolgate_audit_records_total", "toolgate_audit_rotated_early_total"); err != nil {
 		t.Error(err)
 	}
 	// Without sources, those metrics are left out; the rest still works.

@@ -22,6 +22,7 @@ type stateCollector struct {
 	loginExpiry              *prometheus.Desc
 	reloads, reloadOK        *prometheus.Desc
 	indexError               *prometheus.Desc
+	auditRecords, auditEarly *prometheus.Desc
 }
 
 func newStateCollector(o Options) *stateCollector {
@@ -57,13 +58,17 @@ func newStateCollector(o Options) *stateCollector {
 			"Config reloads since start, applied or rejected (GET /status's reloadGeneration).", nil, nil),
 		reloadOK: prometheus.NewDesc("toolgate_config_last_reload_successful",
 			"0 when the latest config reload was rejected (the config in effect is the one before it: GET /status's lastReload.error says why), else 1.", nil, nil),
+		auditRecords: prometheus.NewDesc("toolgate_audit_records_total",
+			"Audit records by what became of them: written (in the file), dropped (lost: the writer fell behind, the disk failed or is under its free-space floor), coalesced (an API key's refusals counted into a record that stands for several).", []string{"result"}, nil),
+		auditEarly: prometheus.NewDesc("toolgate_audit_rotated_early_total",
+			"Rotations of the audit log that removed records younger than toolgate.audit.minRetention: the log holds less time than counted on.", nil, nil),
 		indexError: prometheus.NewDesc("toolgate_index_last_error_timestamp_seconds",
 			"When the latest re-index failed (the index before it is still served: GET /status's lastIndexError says why), as a Unix time; absent until one fails.", nil, nil),
 	}
 }
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.up, c.restarts, c.tools, c.gen, c.cacheHits, c.cacheMisses, c.cacheDropped, c.bm25Only, c.searchRunning, c.searchWaiting, c.certExpiry, c.clientCertExpiry, c.loginExpiry, c.reloads, c.reloadOK, c.indexError} {
+	for _, d := range []*prometheus.Desc{c.up, c.restarts, c.tools, c.gen, c.cacheHits, c.cacheMisses, c.cacheDropped, c.bm25Only, c.searchRunning, c.searchWaiting, c.certExpiry, c.clientCertExpiry, c.loginExpiry, c.reloads, c.reloadOK, c.indexError, c.auditRecords, c.auditEarly} {
 		ch <- d
 	}
 }
@@ -115,6 +120,16 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		for s, n := range per {
 			ch <- prometheus.MustNewConstMetric(c.tools, prometheus.GaugeValue, float64(n), s)
 		}
+	}
+	if f := c.o.Audit; f != nil {
+		s := f()
+		for _, v := range []struct {
+			result string
+			n      uint64
+		}{{"written", s.Written}, {"dropped", s.Dropped}, {"coalesced", s.Coalesced}} {
+			ch <- prometheus.MustNewConstMetric(c.auditRecords, prometheus.CounterValue, float64(v.n), v.result)
+		}
+		ch <- prometheus.MustNewConstMetric(c.auditEarly, prometheus.CounterValue, float64(s.RotatedEarly))
 	}
 	if f := c.o.EmbedCache; f != nil {
 		n := f()

@@ -1,0 +1,130 @@
+package audit
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+// One API key sending refused calls as fast as it may must not rotate
+// another key's earlier record out of the log: its refusals alike are
+// counted into one record, and one that varies the tool opens at most
+// CoalesceKinds kinds a window, the rest counted into one record. Before,
+// each refusal was a record of its own, and 2,000 of them rotated alice's
+// call out of a log of 2 × 64 KiB.
+func TestRefusalFloodKeepsOthersRecords(t *testing.T) {
+	const flood = 2000
+	for _, tc := range []struct {
+		name string
+		tool func(i int) string
+		// want: mallory's records, and what the counted ones add up to
+		records int
+	}{
+		{"same tool", func(int) string { return "memory__delete_entities" }, 2},
+		{"a tool each", func(i int) string { return fmt.Sprintf("nosuch__x%d", i) }, DefaultCoalesceKinds + 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l, path, _ := openLog(t, &Options{MaxFileBytes: 64 << 10, MaxFiles: 1})
+			start := time.Now()
+			l.Write(Record{Time: start, Key: "alice", Transport: "http", Action: "execute_tool", Tool: "memory__read_graph", Decision: Allowed, Outcome: OK})
+			for i := range flood {
+				l.Write(Record{Time: start.Add(time.Duration(i+1) * time.Millisecond), Key: "mallory", Transport: "http", Remote: fmt.Sprintf("127.0.0.1:%d", 40000+i),
+					Action: "execute_tool", Tool: tc.tool(i), Decision: Denied, Route: "POST /mcp",
+					Reason: `the API key "mallory" lacks access to this tool: the key's --allow or --deny globs leave it out` + strings.Repeat(".", 300)})
+			}
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if got := readAll(t, path, Filter{Key: "alice"}); len(got) != 1 {
+				t.Fatalf("alice's records after mallory's %d refusals: %d, want her 1 call", flood, len(got))
+			}
+			recs := readAll(t, path, Filter{Key: "mallory"})
+			stood, full := 0, 0
+			for _, r := range recs {
+				stood += max(r.Count, 1)
+				if r.Count == 0 {
+					full++
+				}
+				if r.Count > 0 && (r.FirstTime.IsZero() || !r.LastTime.Equal(r.Time) || r.FirstTime.After(r.LastTime) || r.Decision != Denied) {
+					t.Errorf("coalesced record %+v: want a denied record with firstTime ≤ lastTime = time", r)
+				}
+			}
+			if len(recs) != tc.records || stood != flood {
+				t.Errorf("mallory: %d records standing for %d refusals, want %d for %d", len(recs), stood, tc.records, flood)
+			}
+			if st := l.Stats(); st.Coalesced != uint64(flood-full) || st.Written != uint64(tc.records+1) {
+				t.Errorf("stats %+v, want %d coalesced, %d written", st, flood-full, tc.records+1)
+			}
+		})
+	}
+}
+
+// An allowed call is never coalesced, whatever its likeness: each is a
+// record of its own (the allowed-call path only pays the check). Before
+// summaries carried their count, the key's 429 summary was folded into
+// its "other refusals" once the key had used its kinds.
+func TestAllowedNotCoalesced(t *testing.T) {
+	l, path, _ := openLog(t, nil)
+	now := time.Now()
+	for i := range 50 {
+		l.Write(Record{Time: now.Add(time.Duration(i)), Key: "alice", Action: "search_tools", Decision: Allowed, Outcome: OK})
+		l.Write(Record{Time: now.Add(time.Duration(i)), Key: "alice", Action: "execute_tool", Tool: "memory__x", Decision: Allowed, Outcome: IsError})
+	}
+	// Nor is a record that stands for several already (the summary of a
+	// key's 429s over its rate): each is written as it is.
+	for i := range 40 {
+		l.Write(Record{Time: now.Add(time.Duration(i)), Key: "mallory", Action: "http", Decision: RateLimited, Count: 1000 + i, FirstTime: now})
+	}
+	l.Close()
+	if recs := readAll(t, path, Filter{}); len(recs) != 140 {
+		t.Fatalf("%d records of 100 allowed calls and 40 summaries", len(recs))
+	}
+}
+
+// A window that ended is written while the log runs, not only at Close:
+// the refusals after it open a new window with a record in full.
+func TestCoalescedWindowEnds(t *testing.T) {
+	l, path, _ := openLog(t, &Options{Coalesce: 40 * time.Millisecond})
+	r := Record{Key: "mallory", Action: ToolsCall, Tool: "nosuch", Decision: Allowed, Outcome: IsError, Reason: "unknown tool"}
+	for range 3 {
+		l.Write(r)
+	}
+	// Waits on the log's own counter: the summary is written once its
+	// window ends.
+	for l.Stats().Written < 2 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	l.Write(r)
+	l.Close()
+	recs := readAll(t, path, Filter{})
+	var counts []int
+	for _, r := range recs {
+		counts = append(counts, r.Count)
+	}
+	if fmt.Sprint(counts) != "[0 2 0]" {
+		t.Errorf("counts of the records %v, want [0 2 0]: one in full, one for the two after it, one in full in the next window", counts)
+	}
+}
+
+// A rotation that removes records younger than MinRetention says so, and
+// names the key that wrote most of the file just rotated: the operator
+// learns the log holds less than they count on, and who fills it.
+func TestRotationUnderMinRetentionWarned(t *testing.T) {
+	for _, floor := range []time.Duration{0, -1} {
+		l, _, logs := openLog(t, &Options{MaxFileBytes: 8 << 10, MaxFiles: 1, MinRetention: floor})
+		l.Write(Record{Key: "alice", Action: "search_tools", Decision: Allowed, Outcome: OK})
+		for i := range 300 {
+			l.Write(Record{Key: "bulk", Action: "search_tools", Decision: Allowed, Outcome: OK, ArgumentsSHA256: HashArguments(i)})
+		}
+		l.Close()
+		st := l.Stats()
+		warned := strings.Contains(logs.String(), "audit log rotation removed records younger than toolgate.audit.minRetention")
+		switch {
+		case floor == 0 && (st.RotatedEarly == 0 || !warned || !strings.Contains(logs.String(), "topKey=bulk")):
+			t.Errorf("default floor (%s): rotatedEarly %d, log:\n%s\nwant the early rotations counted and warned of, naming bulk", DefaultMinRetention, st.RotatedEarly, logs.String())
+		case floor < 0 && (st.RotatedEarly != 0 || warned):
+			t.Errorf("no floor: rotatedEarly %d, log:\n%s\nwant none", st.RotatedEarly, logs.String())
+		}
+	}
+}

@@ -1164,3 +1164,47 @@ func TestStatusConfigOtherGatewayOnDataFolder(t *testing.T) {
 		t.Errorf("health --config A: %v\n%s", err, out.String())
 	}
 }
+
+// TestStatusConfigGatewayNotAnswering: with --config FILE, a gateway on
+// the data folder that does not answer its socket may be FILE's: what status
+// says of the data folder says that which config it serves is not known,
+// not that it serves another.
+func TestStatusConfigGatewayNotAnswering(t *testing.T) {
+	t.Setenv(envKey, "")
+	data := t.TempDir()
+	if err := os.MkdirAll(dirs.Sockets(data), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("unix", filepath.Join(dirs.Sockets(data), "4242-x.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var held []net.Conn
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range held {
+			c.Close()
+		}
+	})
+	go func() { // takes connections, answers none
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			held = append(held, c)
+			mu.Unlock()
+		}
+	}()
+	cfg := fakeConfig(t, map[string]string{"b": backendtest.ModeNormal}, nil)
+	var out bytes.Buffer
+	err = runStatus(context.Background(), &out, statusFlags{config: cfg, dataDir: func(*config.File) string { return data }, timeout: 500 * time.Millisecond, fallback: freeAddr(t)})
+	if err == nil || !strings.Contains(err.Error(), "no gateway on the data folder "+data+" serves "+cfg) ||
+		!strings.Contains(err.Error(), "4242-x.sock does not answer, so which config it serves is not known") || out.Len() > 0 {
+		t.Errorf("status --config, a gateway on the data folder that does not answer: %v\n%s", err, out.String())
+	}
+}

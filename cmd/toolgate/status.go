@@ -399,7 +399,7 @@ func noneServes(ctx context.Context, dataDir, config string, timeout time.Durati
 	var others []string
 	for _, g := range localGateways(ctx, dataDir, timeout) {
 		if g.err != nil || g.rep.Process == nil {
-			others = append(others, g.name()+" does not answer")
+			others = append(others, g.name()+" does not answer, so which config it serves is not known")
 			continue
 		}
 		others = append(others, g.name()+" serves "+servedBy(g.rep.Process))

@@ -1208,3 +1208,35 @@ func TestStatusConfigGatewayNotAnswering(t *testing.T) {
 		t.Errorf("status --config, a gateway on the data folder that does not answer: %v\n%s", err, out.String())
 	}
 }
+
+// TestConfigThroughSymlink: a config named through a symlink (a dotfiles
+// folder linked into ~/.config, a release folder's `current` link) is the
+// file its gateway serves: status, health and connect took the gateway
+// serving the file by its own path for another config's ("serves another
+// config (…/real/toolgate.json), not …/link.json"), exit 1.
+func TestConfigThroughSymlink(t *testing.T) {
+	t.Setenv(envKey, "")
+	dir := t.TempDir()
+	real := filepath.Join(dir, "real.json")
+	if err := os.WriteFile(real, []byte(`{"mcpServers": {"one": {"command": "true"}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link.json")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	data := t.TempDir()
+	dataDir := func(*config.File) string { return data }
+	addr := fakeGatewayServing(t, real, http.StatusOK)
+	var out bytes.Buffer
+	if err := runStatus(context.Background(), &out, statusFlags{config: link, dataDir: dataDir, timeout: 2 * time.Second, fallback: addr}); err != nil || !strings.Contains(out.String(), "pid 4242") {
+		t.Errorf("status --config LINK of the gateway serving its file: %v\n%s", err, out.String())
+	}
+	out.Reset()
+	if err := runHealth(context.Background(), &out, healthFlags{config: link, dataDir: dataDir, timeout: 2 * time.Second, fallback: addr}); err != nil || out.String() != "ok (http://"+addr+"/healthz)\n" {
+		t.Errorf("health --config LINK of the gateway serving its file: %v\n%s", err, out.String())
+	}
+	if _, _, err := bridgeURL(context.Background(), &globals{dataDir: data}, connectFlags{config: link, fallback: addr}); err != nil {
+		t.Errorf("connect --config LINK of the gateway serving its file: %v", err)
+	}
+}

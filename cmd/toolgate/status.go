@@ -356,7 +356,7 @@ func sameFolder(a, b string) bool {
 // `make run`, say): its status and health are not config's. nil when it
 // serves config or does not say (served empty).
 func otherConfig(host string, served []string, config, noneLocal string) error {
-	if len(served) == 0 || slices.Contains(served, absPaths([]string{config})[0]) {
+	if len(served) == 0 || servesFile(served, config) {
 		return nil
 	}
 	return fmt.Errorf("the gateway at %s serves another config (%s), not %s%s\n%s",
@@ -364,18 +364,23 @@ func otherConfig(host string, served []string, config, noneLocal string) error {
 }
 
 // servesConfig reports whether the gateway p serves config (the path as
-// given): by its absolute path, or the same file by another path (a
-// symlink).
-func servesConfig(p *gateway.ProcessInfo, config string) bool {
+// given; servesFile).
+func servesConfig(p *gateway.ProcessInfo, config string) bool { return servesFile(p.Config, config) }
+
+// servesFile reports whether served, the configs a gateway names (absolute
+// paths), hold config (the path as given): by its absolute path, or the
+// same file by another path (a symlink: a gateway serving the file by its
+// own path was said to serve another config).
+func servesFile(served []string, config string) bool {
 	want := absPaths([]string{config})[0]
-	if slices.Contains(p.Config, want) {
+	if slices.Contains(served, want) {
 		return true
 	}
 	fi, err := os.Stat(want)
 	if err != nil {
 		return false
 	}
-	return slices.ContainsFunc(p.Config, func(c string) bool {
+	return slices.ContainsFunc(served, func(c string) bool {
 		ci, err := os.Stat(c)
 		return err == nil && os.SameFile(fi, ci)
 	})

@@ -18,6 +18,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/audit"
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/internal/dirs"
+	"github.com/toolgate/toolgate/internal/mask"
 	"github.com/toolgate/toolgate/internal/plural"
 	"github.com/toolgate/toolgate/internal/shellword"
 	"github.com/toolgate/toolgate/internal/termtext"
@@ -332,7 +333,15 @@ func noAuditRecords(path string, found bool, f auditTailFlags) string {
 	if len(by) == 0 {
 		return fmt.Sprintf("the audit log at %s holds no records yet", path)
 	}
-	return fmt.Sprintf("no record of the audit log at %s matches %s", path, strings.Join(by, " "))
+	msg := fmt.Sprintf("no record of the audit log at %s matches %s", path, strings.Join(by, " "))
+	if k := f.filter.Key; mask.Tokens(k) != k {
+		// A key so named (before keys create refused such names, or
+		// from a keysFile) is written masked, as every field is: none
+		// of its records matched, and nothing said why.
+		msg += fmt.Sprintf(": the audit log writes this name as %s (it looks like a credential, and the log masks those): %s finds its records, with those of any other key whose name it writes so; a key named otherwise (keys create --name NEW, then keys revoke %s) is found by its name",
+			mask.Tokens(k), shellword.Join("audit", "tail", "--key", mask.Tokens(k)), shellword.Join(k))
+	}
+	return msg
 }
 
 // auditCommand records a management action taken from the command line in

@@ -498,3 +498,35 @@ func TestAuditTailKeyCoalesced(t *testing.T) {
 		t.Errorf("--json: %v, want count 999, firstTime the second refusal's, lastTime the record's time", rec)
 	}
 }
+
+// TestAuditTailKeyNamedLikeACredential: a key whose name looks like a
+// credential (created before keys create refused such names, or from a
+// keysFile) is written masked in the audit log, so `audit tail --key NAME`
+// found none of its records and said only that none matched. It says how
+// the log writes the name, and the --key that finds them.
+func TestAuditTailKeyNamedLikeACredential(t *testing.T) {
+	data := t.TempDir()
+	path := dirs.Audit(data)
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	name := "ops-sk-deploy-production-eu"
+	if err := audit.Append(path, audit.Record{Action: "search_tools", Key: name, Decision: audit.Allowed, Outcome: audit.OK}); err != nil {
+		t.Fatal(err)
+	}
+	f := auditTailFlags{n: 10}
+	f.filter.Key = name
+	var out, errOut bytes.Buffer
+	if err := runAuditTail(context.Background(), &globals{dataDir: data}, &out, &errOut, f); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(errOut.String(), "matches --key "+name+": the audit log writes this name as ops-sk-*** (it looks like a credential") ||
+		!strings.Contains(errOut.String(), "audit tail --key 'ops-sk-***'") || out.Len() > 0 {
+		t.Errorf("audit tail --key of a name the log masks: stdout %q, stderr %q", out.String(), errOut.String())
+	}
+	f.filter.Key = "ops-sk-***"
+	out.Reset()
+	if err := runAuditTail(context.Background(), &globals{dataDir: data}, &out, &errOut, f); err != nil || !strings.Contains(out.String(), "key=ops-sk-***") {
+		t.Errorf("audit tail --key as the log writes it: %v, %q", err, out.String())
+	}
+}

@@ -72,11 +72,14 @@ func runBackup(ctx context.Context, g *globals, dst string, out io.Writer, log *
 		return fmt.Errorf("data folder %s: %w", data, err)
 	}
 	made := false
-	if _, err := os.Stat(dst); errors.Is(err, fs.ErrNotExist) {
+	if fi, err := os.Stat(dst); errors.Is(err, fs.ErrNotExist) {
 		made = true
 		if err := storage.MkdirOwnerOnly(dst); err != nil {
 			return err
 		}
+	} else if err == nil && !fi.IsDir() {
+		// It read "open DIR: not a directory", exit status 1.
+		return usageError{fmt.Errorf("%s is a file, not a folder: give a new folder (or an empty one) to back up into", dst)}
 	}
 	// DIR is held while the backup writes into it: a second backup into
 	// it (two cron jobs, a command run twice) is told so, not that the

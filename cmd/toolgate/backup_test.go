@@ -313,3 +313,22 @@ func TestBackupWithoutLock(t *testing.T) {
 		}
 	}
 }
+
+// TestBackupIntoAFile: DIR that is a file (a backup's tarball, a typo) is
+// said as such, with the fix, exit status 2; it read `open DIR: not a
+// directory`, exit status 1, and the file was left as it was.
+func TestBackupIntoAFile(t *testing.T) {
+	data := t.TempDir()
+	dst := filepath.Join(t.TempDir(), "backup.tar")
+	if err := os.WriteFile(dst, []byte("a tarball"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	err := runBackup(context.Background(), &globals{dataDir: data}, dst, &bytes.Buffer{}, nil)
+	var usage usageError
+	if err == nil || !errors.As(err, &usage) || !strings.Contains(err.Error(), dst+" is a file, not a folder: give a new folder (or an empty one) to back up into") {
+		t.Errorf("backup into a file: %v, want a usage error that says so", err)
+	}
+	if b, err := os.ReadFile(dst); err != nil || string(b) != "a tarball" {
+		t.Errorf("the file backed up into: %q, %v", b, err)
+	}
+}

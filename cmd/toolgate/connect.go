@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -223,7 +222,7 @@ func bridgeURL(ctx context.Context, g *globals, f connectFlags) (string, frontTa
 	if addr == "" {
 		var found, passed []string
 		for _, p := range local {
-			if want == "" || slices.Contains(p.Config, want) {
+			if want == "" || servesConfig(p, f.config) {
 				found = append(found, fmt.Sprintf("pid %d at %s", p.PID, p.Addr))
 				front = processFront(p)
 			} else {
@@ -249,7 +248,7 @@ func bridgeURL(ctx context.Context, g *globals, f connectFlags) (string, frontTa
 	if err != nil {
 		return "", front, usageError{err}
 	}
-	if served := servedConfigs(ctx, u, local, front); want != "" && len(served) > 0 && !slices.Contains(served, want) {
+	if served := servedConfigs(ctx, u, local, front); want != "" && len(served) > 0 && !servesFile(served, f.config) {
 		if f.addr != "" {
 			// The address was given: "pass --addr" was no fix.
 			return "", front, usageError{fmt.Errorf("the gateway at %s (--addr) serves another config (%s), not %s: point --addr at the gateway serving %s, or leave --config out to use this one",

@@ -11,7 +11,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"slices"
 	"strings"
 	"time"
 
@@ -59,9 +58,8 @@ func anyPort(addr string) bool {
 // configGateway is the front of a gateway on dataDir serving config (its
 // path as given), found by its status socket; false when none does.
 func configGateway(ctx context.Context, dataDir, config string, timeout time.Duration) (frontTarget, bool) {
-	want := absPaths([]string{config})[0]
 	for _, lg := range localGateways(ctx, dataDir, timeout) {
-		if p := lg.rep.Process; lg.err == nil && p != nil && p.Transport == "http" && p.Addr != "" && slices.Contains(p.Config, want) {
+		if p := lg.rep.Process; lg.err == nil && p != nil && p.Transport == "http" && p.Addr != "" && servesConfig(p, config) {
 			return processFront(p), true
 		}
 	}

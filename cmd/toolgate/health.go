@@ -87,7 +87,7 @@ func runHealth(ctx context.Context, w io.Writer, f healthFlags) error {
 	// folder serves it, so the default address is asked, and whatever
 	// answers there must be the config's (noneLocal says why none was
 	// found on the data folder).
-	fellBack, noneLocal, localDir := false, "", ""
+	fellBack, noneLocal, either := false, "", false
 	if front.addr == "" && f.config != "" {
 		cfg, err := config.Load(f.config)
 		if err != nil {
@@ -105,7 +105,14 @@ func runHealth(ctx context.Context, w io.Writer, f healthFlags) error {
 			case front.addr != "":
 				return anyPortError(dataDir, f.config, front.addr)
 			default:
-				fellBack, noneLocal, localDir = true, noGatewayOn(dataDir), dataDir
+				noneLocal, either = noneServes(ctx, dataDir, f.config, f.timeout)
+				fellBack = true
+			}
+		} else if f.dataDir != nil {
+			// Another config's gateway on the data folder holds the
+			// config's address: its ok was said as the config's.
+			if err := otherConfigAt(ctx, f.dataDir(cfg), front.addr, f.config, f.timeout); err != nil {
+				return err
 			}
 		}
 	}
@@ -139,7 +146,7 @@ func runHealth(ctx context.Context, w io.Writer, f healthFlags) error {
 			file, also := "FILE", ""
 			if fellBack {
 				file, also = f.config, noneLocal
-				if noneAtAll(localDir) {
+				if either {
 					also += " either"
 				}
 			}

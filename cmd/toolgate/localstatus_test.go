@@ -1107,3 +1107,136 @@ func TestStatusConfigWithKeysAsksSocket(t *testing.T) {
 		t.Errorf("status --config: %d reports %+v, want the one of the gateway at %s (not %s's)", len(reps), reps, addr, other)
 	}
 }
+
+// TestStatusConfigOtherGatewayOnDataFolder: with --config FILE, a gateway on
+// the data folder that serves another config is not FILE's. Every config
+// without a dataDir shares the default data folder, so one client's gateway
+// there was printed as FILE's, exit 0 (status -c FILE, FILE naming no
+// address), or was the gateway at FILE's toolgate.http.addr (a config copied
+// with its address: printed as FILE's with an admin key, a 401 "put one in
+// $TOOLGATE_KEY" without), and health -c FILE said "no gateway runs on the
+// data folder … either" beside it. Each now says that no gateway there
+// serves FILE, and what the one there serves; FILE's own is found as before.
+func TestStatusConfigOtherGatewayOnDataFolder(t *testing.T) {
+	t.Setenv(envKey, "")
+	data := t.TempDir()
+	admin := createKey(t, data, "--name", "ops", "--admin")
+	cfgA := fakeConfig(t, map[string]string{"a": backendtest.ModeNormal}, nil)
+	addr, _ := startGateway(t, data, cfgA)
+	cfgB := fakeConfig(t, map[string]string{"b": backendtest.ModeNormal}, nil)
+	closed := freeAddr(t) // nothing listens there: the default address
+	dataDir := func(*config.File) string { return data }
+	var out bytes.Buffer
+
+	err := runStatus(context.Background(), &out, statusFlags{config: cfgB, dataDir: dataDir, timeout: 5 * time.Second, fallback: closed})
+	if err == nil || !strings.Contains(err.Error(), "no gateway on the data folder "+data+" serves "+cfgB) ||
+		!strings.Contains(err.Error(), "serves "+cfgA) || out.Len() > 0 {
+		t.Errorf("status --config B, A's gateway alone on the data folder: %v\n%s", err, out.String())
+	}
+	err = runHealth(context.Background(), &out, healthFlags{config: cfgB, dataDir: dataDir, timeout: 5 * time.Second, fallback: closed})
+	if err == nil || !strings.Contains(err.Error(), "no gateway on the data folder "+data+" serves "+cfgB) ||
+		strings.Contains(err.Error(), "no gateway runs on the data folder") || out.Len() > 0 {
+		t.Errorf("health --config B, A's gateway alone on the data folder: %v\n%s", err, out.String())
+	}
+	// B written with A's address: that gateway is A's, with a key or without.
+	withSettings(t, cfgB, map[string]any{"http": map[string]any{"addr": addr}})
+	for _, key := range []string{"", admin} {
+		t.Setenv(envKey, key)
+		err = runStatus(context.Background(), &out, statusFlags{config: cfgB, dataDir: dataDir, timeout: 5 * time.Second})
+		if err == nil || !strings.Contains(err.Error(), "the gateway at "+addr+", pid ") ||
+			!strings.Contains(err.Error(), "serves another config ("+cfgA+"), not "+cfgB) || out.Len() > 0 {
+			t.Errorf("status --config B (key %t), A's gateway at B's address: %v\n%s", key != "", err, out.String())
+		}
+		err = runHealth(context.Background(), &out, healthFlags{config: cfgB, dataDir: dataDir, timeout: 5 * time.Second})
+		if err == nil || !strings.Contains(err.Error(), "serves another config ("+cfgA+"), not "+cfgB) || strings.Contains(err.Error(), "\n") || out.Len() > 0 {
+			t.Errorf("health --config B (key %t), A's gateway at B's address: %v\n%s", key != "", err, out.String())
+		}
+	}
+	// A's own gateway is A's.
+	t.Setenv(envKey, "")
+	if err := runStatus(context.Background(), &out, statusFlags{config: cfgA, dataDir: dataDir, timeout: 5 * time.Second, fallback: closed}); err != nil ||
+		!strings.Contains(out.String(), "config: "+cfgA) {
+		t.Errorf("status --config A: %v\n%s", err, out.String())
+	}
+	out.Reset()
+	if err := runHealth(context.Background(), &out, healthFlags{config: cfgA, dataDir: dataDir, timeout: 5 * time.Second, fallback: closed}); err != nil ||
+		out.String() != "ok (http://"+addr+"/healthz)\n" {
+		t.Errorf("health --config A: %v\n%s", err, out.String())
+	}
+}
+
+// TestStatusConfigGatewayNotAnswering: with --config FILE, a gateway on
+// the data folder that does not answer its socket may be FILE's: what status
+// says of the data folder says that which config it serves is not known,
+// not that it serves another.
+func TestStatusConfigGatewayNotAnswering(t *testing.T) {
+	t.Setenv(envKey, "")
+	data := t.TempDir()
+	if err := os.MkdirAll(dirs.Sockets(data), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("unix", filepath.Join(dirs.Sockets(data), "4242-x.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var held []net.Conn
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range held {
+			c.Close()
+		}
+	})
+	go func() { // takes connections, answers none
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			held = append(held, c)
+			mu.Unlock()
+		}
+	}()
+	cfg := fakeConfig(t, map[string]string{"b": backendtest.ModeNormal}, nil)
+	var out bytes.Buffer
+	err = runStatus(context.Background(), &out, statusFlags{config: cfg, dataDir: func(*config.File) string { return data }, timeout: 500 * time.Millisecond, fallback: freeAddr(t)})
+	if err == nil || !strings.Contains(err.Error(), "no gateway on the data folder "+data+" serves "+cfg) ||
+		!strings.Contains(err.Error(), "4242-x.sock does not answer, so which config it serves is not known") || out.Len() > 0 {
+		t.Errorf("status --config, a gateway on the data folder that does not answer: %v\n%s", err, out.String())
+	}
+}
+
+// TestConfigThroughSymlink: a config named through a symlink (a dotfiles
+// folder linked into ~/.config, a release folder's `current` link) is the
+// file its gateway serves: status, health and connect took the gateway
+// serving the file by its own path for another config's ("serves another
+// config (…/real/toolgate.json), not …/link.json"), exit 1.
+func TestConfigThroughSymlink(t *testing.T) {
+	t.Setenv(envKey, "")
+	dir := t.TempDir()
+	real := filepath.Join(dir, "real.json")
+	if err := os.WriteFile(real, []byte(`{"mcpServers": {"one": {"command": "true"}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link.json")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	data := t.TempDir()
+	dataDir := func(*config.File) string { return data }
+	addr := fakeGatewayServing(t, real, http.StatusOK)
+	var out bytes.Buffer
+	if err := runStatus(context.Background(), &out, statusFlags{config: link, dataDir: dataDir, timeout: 2 * time.Second, fallback: addr}); err != nil || !strings.Contains(out.String(), "pid 4242") {
+		t.Errorf("status --config LINK of the gateway serving its file: %v\n%s", err, out.String())
+	}
+	out.Reset()
+	if err := runHealth(context.Background(), &out, healthFlags{config: link, dataDir: dataDir, timeout: 2 * time.Second, fallback: addr}); err != nil || out.String() != "ok (http://"+addr+"/healthz)\n" {
+		t.Errorf("health --config LINK of the gateway serving its file: %v\n%s", err, out.String())
+	}
+	if _, _, err := bridgeURL(context.Background(), &globals{dataDir: data}, connectFlags{config: link, fallback: addr}); err != nil {
+		t.Errorf("connect --config LINK of the gateway serving its file: %v", err)
+	}
+}

@@ -194,11 +194,24 @@ func runStatus(ctx context.Context, w io.Writer, f statusFlags) error {
 	noneLocal, dataDir := "", ""
 	if addr == "" && f.dataDir != nil {
 		dataDir = f.dataDir(cfg)
-		if n, err := statusLocal(ctx, w, dataDir, f, nil); n > 0 {
+		// With --config FILE, the gateways on the data folder that
+		// serve FILE: every config without a dataDir shares the
+		// default one, and another's gateway there was printed as
+		// FILE's, exit 0.
+		var keep func(*gateway.ProcessInfo) bool
+		if cfg != nil {
+			keep = func(p *gateway.ProcessInfo) bool { return servesConfig(p, f.config) }
+		}
+		if n, err := statusLocal(ctx, w, dataDir, f, keep); n > 0 {
 			return err
 		}
-		noneLocal = noGatewayOn(dataDir)
-		if noneAtAll(dataDir) {
+		either := false
+		if cfg != nil {
+			noneLocal, either = noneServes(ctx, dataDir, f.config, f.timeout)
+		} else {
+			noneLocal, either = noGatewayOn(dataDir), noneAtAll(dataDir)
+		}
+		if either {
 			noneLocal += " either"
 		}
 	}
@@ -210,12 +223,19 @@ func runStatus(ctx context.Context, w io.Writer, f statusFlags) error {
 		// answers on its status socket, which needs none (its front
 		// answered 401, "put one in $TOOLGATE_KEY"). An address of port
 		// 0 is the gateway's socket's alone to name.
-		want := absPaths([]string{f.config})[0]
-		if n, err := statusLocal(ctx, w, f.dataDir(cfg), f, func(p *gateway.ProcessInfo) bool { return slices.Contains(p.Config, want) }); n > 0 {
+		if n, err := statusLocal(ctx, w, f.dataDir(cfg), f, func(p *gateway.ProcessInfo) bool { return servesConfig(p, f.config) }); n > 0 {
 			return err
 		}
 		if anyPort(addr) {
 			return anyPortError(f.dataDir(cfg), f.config, addr)
+		}
+	}
+	if addr != "" && f.addr == "" && cfg != nil && f.dataDir != nil {
+		// Another config's gateway on the data folder holds FILE's
+		// address (a config copied with its toolgate.http.addr): it
+		// answered as FILE's, to an admin key, or a 401 without one.
+		if err := otherConfigAt(ctx, f.dataDir(cfg), addr, f.config, f.timeout); err != nil {
+			return err
 		}
 	}
 	fellBack := addr == ""
@@ -336,11 +356,84 @@ func sameFolder(a, b string) bool {
 // `make run`, say): its status and health are not config's. nil when it
 // serves config or does not say (served empty).
 func otherConfig(host string, served []string, config, noneLocal string) error {
-	if len(served) == 0 || slices.Contains(served, absPaths([]string{config})[0]) {
+	if len(served) == 0 || servesFile(served, config) {
 		return nil
 	}
 	return fmt.Errorf("the gateway at %s serves another config (%s), not %s%s\n%s",
 		host, strings.Join(served, " + "), config, noneLocal, startOne(host))
+}
+
+// servesConfig reports whether the gateway p serves config (the path as
+// given; servesFile).
+func servesConfig(p *gateway.ProcessInfo, config string) bool { return servesFile(p.Config, config) }
+
+// servesFile reports whether served, the configs a gateway names (absolute
+// paths), hold config (the path as given): by its absolute path, or the
+// same file by another path (a symlink: a gateway serving the file by its
+// own path was said to serve another config).
+func servesFile(served []string, config string) bool {
+	want := absPaths([]string{config})[0]
+	if slices.Contains(served, want) {
+		return true
+	}
+	fi, err := os.Stat(want)
+	if err != nil {
+		return false
+	}
+	return slices.ContainsFunc(served, func(c string) bool {
+		ci, err := os.Stat(c)
+		return err == nil && os.SameFile(fi, ci)
+	})
+}
+
+// servedBy says what the gateway p serves: its configs, or that it was
+// started without one.
+func servedBy(p *gateway.ProcessInfo) string {
+	if len(p.Config) == 0 {
+		return "no config file"
+	}
+	return strings.Join(p.Config, " + ")
+}
+
+// noneServes is what status and health with --config add when no gateway
+// on dataDir serves config: those there and what each serves (it said "no
+// gateway runs on the data folder … either" beside one of another config),
+// else noGatewayOn's words; either says that the sentence takes an
+// "either" (no gateway runs there at all).
+func noneServes(ctx context.Context, dataDir, config string, timeout time.Duration) (msg string, either bool) {
+	var others []string
+	for _, g := range localGateways(ctx, dataDir, timeout) {
+		if g.err != nil || g.rep.Process == nil {
+			others = append(others, g.name()+" does not answer, so which config it serves is not known")
+			continue
+		}
+		others = append(others, g.name()+" serves "+servedBy(g.rep.Process))
+	}
+	if len(others) == 0 {
+		return noGatewayOn(dataDir), noneAtAll(dataDir)
+	}
+	return fmt.Sprintf("; no gateway on the data folder %s serves %s (%s)", dataDir, config, strings.Join(others, "; ")), false
+}
+
+// otherConfigAt is the error of a gateway on dataDir whose front listens at
+// addr (config's toolgate.http.addr) and serves another config: its status
+// socket says so without a key. nil when none does.
+func otherConfigAt(ctx context.Context, dataDir, addr, config string, timeout time.Duration) error {
+	want, err := gatewayURL(addr)
+	if err != nil {
+		return nil // said where the address is asked
+	}
+	for _, g := range localGateways(ctx, dataDir, timeout) {
+		p := g.rep.Process
+		if g.err != nil || p == nil || p.Addr == "" || servesConfig(p, config) {
+			continue
+		}
+		if u, err := gatewayURL(p.Addr); err == nil && u.Host == want.Host {
+			return fmt.Errorf("the gateway at %s, pid %d, serves another config (%s), not %s, whose toolgate.http.addr it holds: give %s another address (its gateway cannot listen there while that one does), or pass --addr %s to ask that gateway as it is",
+				want.Host, p.PID, servedBy(p), config, config, want.Host)
+		}
+	}
+	return nil
 }
 
 // noAnswer is the fault of a gateway that took the connection to u but sent

@@ -3,6 +3,7 @@ package gateway
 //lint:file-ignore SA1019 roots and sampling are deprecated from protocol 2026-07-28 on (SEP-2577) but stay functional in the deprecation window; execute_tool relays them
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -476,8 +477,9 @@ func openPagesText(server string, pages []*mcp.ElicitParams) string {
 // client as a -32603 protocol error in go-sdk's words with the backend's
 // key of the question (`multi-round-trip: fulfilling input request
 // "confirm": calling "elicitation/create": …`), which a model does not
-// read, and which no audit record held (the round that asked was "ok").
-// A client that cancelled the call meanwhile is waiting for nothing.
+// read. A client that cancelled the call while it was asked waits for no
+// answer. Either way the call is audited: the audit log held only the
+// round that asked, "ok".
 func (g *Gateway) unansweredQuestions(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		if method != "tools/call" {
@@ -488,7 +490,7 @@ func (g *Gateway) unansweredQuestions(next mcp.MethodHandler) mcp.MethodHandler 
 		creq, ok := req.(*mcp.CallToolRequest)
 		// The client's error is wrapped in go-sdk's (a *jsonrpc.Error
 		// when it answered one): only go-sdk's own is matched.
-		if _, wire := err.(*jsonrpc.Error); err == nil || wire || ctx.Err() != nil || !ok || creq.Params.Name != ExecuteToolName {
+		if _, wire := err.(*jsonrpc.Error); err == nil || wire || !ok || creq.Params.Name != ExecuteToolName {
 			return res, err
 		}
 		m := unansweredQuestion.FindStringSubmatch(err.Error())
@@ -502,13 +504,14 @@ func (g *Gateway) unansweredQuestions(next mcp.MethodHandler) mcp.MethodHandler 
 		_ = json.Unmarshal(creq.Params.Arguments, &a) // it ran: its arguments decoded
 		name := oneline.Echo(a.Name)
 		server, _, _ := strings.Cut(a.Name, "__")
-		kind := askMethodKind[m[1]]
-		if kind == "" {
-			kind = m[1]
+		kind := " (" + cmp.Or(askMethodKind[m[1]], m[1]) + ")"
+		if m[1] == "" {
+			kind = ""
 		}
-		why := fmt.Sprintf("server %q asked the client a question mid-call (%s), and the client answered with an error: %s", server, kind, oneline.Echo(m[2]))
-		g.log.Info("the client did not answer a server's question", "tool", name, "server", server, "question", kind, "err", m[2])
-		if g.opts.Audit != nil {
+		audited := func(why string) {
+			if g.opts.Audit == nil {
+				return
+			}
 			r := audit.Record{
 				Time: start, Action: ExecuteToolName, Tool: a.Name, Server: server,
 				Decision: audit.Allowed, Outcome: audit.IsError, Reason: why,
@@ -518,14 +521,24 @@ func (g *Gateway) unansweredQuestions(next mcp.MethodHandler) mcp.MethodHandler 
 			who(ctx, creq, &r)
 			g.opts.Audit.Write(r)
 		}
+		if ctx.Err() != nil {
+			why := fmt.Sprintf("%v while it was asked the server's question%s", context.Cause(ctx), kind)
+			g.log.Info("tool call cancelled", "tool", name, "server", server, "why", why)
+			audited(why)
+			return res, err
+		}
+		why := fmt.Sprintf("server %q asked the client a question mid-call%s, and the client answered with an error: %s", server, kind, oneline.Echo(m[2]))
+		g.log.Info("the client did not answer a server's question", "tool", name, "server", server, "question", m[1], "err", m[2])
+		audited(why)
 		return toolError("execute_tool %s: %s. The tool did not run past its question: call it again once the client can answer such questions, or pick another tool with search_tools.", name, why), nil
 	}
 }
 
 // unansweredQuestion reads the error go-sdk v1.8.0's server returns when
 // a client it asked a backend's question answered with an error: the
-// method it called, and the client's error.
-var unansweredQuestion = regexp.MustCompile(`(?s)^multi-round-trip: fulfilling input request "(?:[^"\\]|\\.)*": calling "([^"]+)": (.*)$`)
+// method it called (absent when the call ended before it was asked), and
+// the client's error.
+var unansweredQuestion = regexp.MustCompile(`(?s)^multi-round-trip: fulfilling input request "(?:[^"\\]|\\.)*": (?:calling "([^"]+)": )?(.*)$`)
 
 // askMethodKind names the questions go-sdk's server asks a client, by
 // method, as questionKind names a backend's.

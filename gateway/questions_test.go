@@ -589,3 +589,34 @@ func TestUnansweredQuestionIsToolError(t *testing.T) {
 		t.Errorf("a call after: %q, want the backend's word that the client cannot sample", got)
 	}
 }
+
+// TestCancelledWhileAskedAudited: a client of protocol 2025-11-25 over a
+// session cancels its execute_tool while the gateway asks it a backend's
+// question: the call is audited as cancelled by the client. The audit log
+// held only the round that asked, "ok".
+func TestCancelledWhileAskedAudited(t *testing.T) {
+	log := &audittest.Log{}
+	rg := newRealGatewayWith(t, []config.Server{fakeServer(t, "fake", backendtest.ModeAsk)}, nil, &Options{Audit: log})
+	asked := make(chan struct{})
+	client := mcp.NewClient(&mcp.Implementation{Name: "gone"}, &mcp.ClientOptions{
+		ElicitationHandler: func(ctx context.Context, _ *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			close(asked)
+			<-ctx.Done() // the user never answers
+			return nil, ctx.Err()
+		},
+	})
+	cs := connectClient(t, rg.g, client, "2025-11-25")
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { <-asked; cancel() }()
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: ExecuteToolName, Arguments: map[string]any{"name": "fake__confirm", "arguments": map[string]any{"text": "delete the draft"}}}); err == nil {
+		t.Fatal("the cancelled call answered")
+	}
+	testenv.Eventually(t, "the call's audit record", func() bool {
+		for _, r := range log.Records() {
+			if r.Tool == "fake__confirm" && r.Outcome == audit.IsError && strings.HasPrefix(r.Reason, "cancelled by the client while it was asked the server's question") {
+				return true
+			}
+		}
+		return false
+	})
+}

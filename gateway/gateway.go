@@ -364,7 +364,7 @@ func New(s Searcher, c Caller, opts *Options) *Gateway {
 		// mode every request is a session: keep its warnings only.
 		Logger: slog.New(clientFaults{minLevel{g.log.Handler(), slog.LevelWarn}}),
 	})
-	g.server.AddReceivingMiddleware(heartbeats, g.stoppable, g.levels.middleware, g.scopedTools, g.profileSwitches, g.directCalls)
+	g.server.AddReceivingMiddleware(heartbeats, g.stoppable, g.levels.middleware, g.scopedTools, g.profileSwitches, g.directCalls, g.unansweredQuestions)
 	g.server.AddTool(executeTool(), g.traced(ExecuteToolName, g.audited(ExecuteToolName, g.handleExecute)))
 	g.Refresh()
 	return g

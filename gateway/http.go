@@ -32,6 +32,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/policy"
 	"github.com/toolgate/toolgate/internal/hostport"
 	"github.com/toolgate/toolgate/internal/linerpc"
+	"github.com/toolgate/toolgate/internal/oneline"
 	"github.com/toolgate/toolgate/internal/servemux"
 )
 
@@ -216,6 +217,16 @@ func (g *Gateway) HTTPHandler(opts *HTTPOptions) http.Handler {
 			// go-sdk answered 1.5 as id 1: the client waited for good.
 			http.Error(w, "invalid request: "+err.Error(), http.StatusBadRequest)
 			return
+		}
+		if p, ok := cancelledApart(body); ok {
+			// go-sdk takes it (202) and cancels nothing: the POST has
+			// no session, and the call it means is another POST's.
+			c, key := policy.CallerFrom(r.Context()), ""
+			if c != nil && c.Key != nil {
+				key = c.Key.Name
+			}
+			log.Info("a client cancelled a request in a POST of its own, which the stateless HTTP front cannot tie to a call: the call runs on to its end or its callTimeout (a client cancels over HTTP by closing the call's request: protocol 2026-07-28 clients and go-sdk's do, and so does a stdio client through toolgate connect)",
+				"request", oneline.Echo(fmt.Sprint(p.RequestID)), "reason", oneline.Echo(p.Reason), "client", oneline.Echo(r.UserAgent()), "key", key, "remote", r.RemoteAddr)
 		}
 		if o.Heartbeat > 0 {
 			// nginx buffers an answer unless told (proxy_buffering), and
@@ -586,6 +597,24 @@ func streamedCall(body []byte) bool {
 	}
 	level, _ := m.Params.Meta[mcp.MetaKeyLogLevel].(string)
 	return level != ""
+}
+
+// cancelledApart decodes body when it is a notifications/cancelled
+// alone (what a client of protocol 2025-11-25 sends to cancel a call over
+// streamable HTTP: the TypeScript and Python SDKs). Bodies that cannot
+// be one are not decoded.
+func cancelledApart(body []byte) (*mcp.CancelledParams, bool) {
+	if !bytes.Contains(body, []byte("notifications/cancelled")) {
+		return nil, false
+	}
+	var m struct {
+		Method string               `json:"method"`
+		Params *mcp.CancelledParams `json:"params"`
+	}
+	if json.Unmarshal(body, &m) != nil || m.Method != "notifications/cancelled" || m.Params == nil {
+		return nil, false
+	}
+	return m.Params, true
 }
 
 // listenMethod opens a stream that lasts as long as the client keeps it

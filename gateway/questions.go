@@ -3,16 +3,20 @@ package gateway
 //lint:file-ignore SA1019 roots and sampling are deprecated from protocol 2026-07-28 on (SEP-2577) but stay functional in the deprecation window; execute_tool relays them
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolgate/toolgate/gateway/audit"
 	"github.com/toolgate/toolgate/gateway/backend"
 	"github.com/toolgate/toolgate/internal/oneline"
 	"github.com/toolgate/toolgate/internal/termtext"
@@ -463,4 +467,83 @@ func openPagesText(server string, pages []*mcp.ElicitParams) string {
 	}
 	b.WriteString("\nShow the user each message and its page; once the user says it is done, call execute_tool again with the same name and arguments.")
 	return b.String()
+}
+
+// unansweredQuestions makes execute_tool's answer an isError when go-sdk's
+// server, asking a client of an older protocol a backend's questions
+// itself (its serverMultiRoundTripMiddleware, inside this one), got an
+// error back from the client (its elicitation, sampling or roots handler
+// failed): go-sdk returns that as the call's error, which reached the
+// client as a -32603 protocol error in go-sdk's words with the backend's
+// key of the question (`multi-round-trip: fulfilling input request
+// "confirm": calling "elicitation/create": …`), which a model does not
+// read. A client that cancelled the call while it was asked waits for no
+// answer. Either way the call is audited: the audit log held only the
+// round that asked, "ok".
+func (g *Gateway) unansweredQuestions(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if method != "tools/call" {
+			return next(ctx, method, req)
+		}
+		start := time.Now()
+		res, err := next(ctx, method, req)
+		creq, ok := req.(*mcp.CallToolRequest)
+		// The client's error is wrapped in go-sdk's (a *jsonrpc.Error
+		// when it answered one): only go-sdk's own is matched.
+		if _, wire := err.(*jsonrpc.Error); err == nil || wire || !ok || creq.Params.Name != ExecuteToolName {
+			return res, err
+		}
+		m := unansweredQuestion.FindStringSubmatch(err.Error())
+		if m == nil {
+			return res, err
+		}
+		var a struct {
+			Name      string         `json:"name"`
+			Arguments map[string]any `json:"arguments"`
+		}
+		_ = json.Unmarshal(creq.Params.Arguments, &a) // it ran: its arguments decoded
+		name := oneline.Echo(a.Name)
+		server, _, _ := strings.Cut(a.Name, "__")
+		kind := " (" + cmp.Or(askMethodKind[m[1]], m[1]) + ")"
+		if m[1] == "" {
+			kind = ""
+		}
+		audited := func(why string) {
+			if g.opts.Audit == nil {
+				return
+			}
+			r := audit.Record{
+				Time: start, Action: ExecuteToolName, Tool: a.Name, Server: server,
+				Decision: audit.Allowed, Outcome: audit.IsError, Reason: why,
+				DurationMs:      float64(time.Since(start).Microseconds()) / 1000,
+				ArgumentsSHA256: audit.HashArguments(a.Arguments),
+			}
+			who(ctx, creq, &r)
+			g.opts.Audit.Write(r)
+		}
+		if ctx.Err() != nil {
+			why := fmt.Sprintf("%v while it was asked the server's question%s", context.Cause(ctx), kind)
+			g.log.Info("tool call cancelled", "tool", name, "server", server, "why", why)
+			audited(why)
+			return res, err
+		}
+		why := fmt.Sprintf("server %q asked the client a question mid-call%s, and the client answered with an error: %s", server, kind, oneline.Echo(m[2]))
+		g.log.Info("the client did not answer a server's question", "tool", name, "server", server, "question", m[1], "err", m[2])
+		audited(why)
+		return toolError("execute_tool %s: %s. The tool did not run past its question: call it again once the client can answer such questions, or pick another tool with search_tools.", name, why), nil
+	}
+}
+
+// unansweredQuestion reads the error go-sdk v1.8.0's server returns when
+// a client it asked a backend's question answered with an error: the
+// method it called (absent when the call ended before it was asked), and
+// the client's error.
+var unansweredQuestion = regexp.MustCompile(`(?s)^multi-round-trip: fulfilling input request "(?:[^"\\]|\\.)*": (?:calling "([^"]+)": )?(.*)$`)
+
+// askMethodKind names the questions go-sdk's server asks a client, by
+// method, as questionKind names a backend's.
+var askMethodKind = map[string]string{
+	"elicitation/create":     kindElicitation,
+	"sampling/createMessage": kindSampling,
+	"roots/list":             kindRoots,
 }

@@ -5,6 +5,7 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http/httptest"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/backend/backendtest"
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/internal/termtext"
+	"github.com/toolgate/toolgate/internal/testenv"
 )
 
 // asker is a client that answers a server's questions: it accepts a
@@ -545,4 +547,76 @@ func TestSamplingForOlderClients(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestUnansweredQuestionIsToolError: a client of protocol 2025-11-25 over a
+// session is asked a backend's question by go-sdk's server (one round),
+// and answers it with an error (its elicitation handler failed). That
+// reaches the client as execute_tool's isError that says which server
+// asked, what the client answered and what to do, and the audit log has
+// the call: it was a -32603 protocol error with go-sdk's words and the
+// backend's key of the question (`multi-round-trip: fulfilling input
+// request "confirm": calling "elicitation/create": …`), which a model does
+// not read, and the audit log had only the round that asked, "ok".
+func TestUnansweredQuestionIsToolError(t *testing.T) {
+	log := &audittest.Log{}
+	rg := newRealGatewayWith(t, []config.Server{fakeServer(t, "fake", backendtest.ModeAsk)}, nil, &Options{Audit: log})
+	ctx := context.Background()
+	client := mcp.NewClient(&mcp.Implementation{Name: "crashy"}, &mcp.ClientOptions{
+		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return nil, errors.New("the user's UI crashed")
+		},
+	})
+	cs := connectClient(t, rg.g, client, "2025-11-25")
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: ExecuteToolName, Arguments: map[string]any{"name": "fake__confirm", "arguments": map[string]any{"text": "delete the draft"}}})
+	if err != nil {
+		t.Fatalf("execute_tool answered a protocol error: %v; want an isError result", err)
+	}
+	got := text(res)
+	if !res.IsError || !strings.HasPrefix(got, `execute_tool fake__confirm: server "fake" asked the client a question mid-call (elicitation), and the client answered with an error: the user's UI crashed.`) || strings.Contains(got, "multi-round-trip") {
+		t.Errorf("execute_tool: isError=%v %q", res.IsError, got)
+	}
+	testenv.Eventually(t, "the call's audit record", func() bool {
+		for _, r := range log.Records() {
+			if r.Tool == "fake__confirm" && r.Outcome == audit.IsError && strings.Contains(r.Reason, "the client answered with an error: the user's UI crashed") {
+				return true
+			}
+		}
+		return false
+	})
+	// The gateway answers on (the backend sees the client cannot sample).
+	if _, got := executeText(ctx, t, cs, "fake__sample", map[string]any{"text": "a haiku"}); !strings.Contains(got, "no sampling") {
+		t.Errorf("a call after: %q, want the backend's word that the client cannot sample", got)
+	}
+}
+
+// TestCancelledWhileAskedAudited: a client of protocol 2025-11-25 over a
+// session cancels its execute_tool while the gateway asks it a backend's
+// question: the call is audited as cancelled by the client. The audit log
+// held only the round that asked, "ok".
+func TestCancelledWhileAskedAudited(t *testing.T) {
+	log := &audittest.Log{}
+	rg := newRealGatewayWith(t, []config.Server{fakeServer(t, "fake", backendtest.ModeAsk)}, nil, &Options{Audit: log})
+	asked := make(chan struct{})
+	client := mcp.NewClient(&mcp.Implementation{Name: "gone"}, &mcp.ClientOptions{
+		ElicitationHandler: func(ctx context.Context, _ *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			close(asked)
+			<-ctx.Done() // the user never answers
+			return nil, ctx.Err()
+		},
+	})
+	cs := connectClient(t, rg.g, client, "2025-11-25")
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { <-asked; cancel() }()
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: ExecuteToolName, Arguments: map[string]any{"name": "fake__confirm", "arguments": map[string]any{"text": "delete the draft"}}}); err == nil {
+		t.Fatal("the cancelled call answered")
+	}
+	testenv.Eventually(t, "the call's audit record", func() bool {
+		for _, r := range log.Records() {
+			if r.Tool == "fake__confirm" && r.Outcome == audit.IsError && strings.HasPrefix(r.Reason, "cancelled by the client while it was asked the server's question") {
+				return true
+			}
+		}
+		return false
+	})
 }

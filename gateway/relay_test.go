@@ -601,3 +601,52 @@ func TestCallEventsUnasked(t *testing.T) {
 	}
 	relayed(ctx)
 }
+
+// TestHTTPCancelApartLogged: a client of protocol 2025-11-25 over the
+// stateless HTTP front (the TypeScript and Python SDKs) cancels a call with
+// notifications/cancelled in a POST of its own, which nothing ties to the
+// call: the call runs on (README, The two tools). The POST is answered 202
+// as before, and the log now says so, with the request id, the client's
+// words, its key and client: it said nothing, and an operator whose user
+// pressed Esc on a call that then ran to its end had no trace of it.
+func TestHTTPCancelApartLogged(t *testing.T) {
+	var logs testenv.LogBuffer
+	g := New(&fakeSearcher{tools: testCatalog}, &fakeCaller{}, &Options{Logger: logs.Logger()})
+	srv := httptest.NewServer(g.HTTPHandler(nil))
+	defer srv.Close()
+	post := func(body string) int {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodPost, srv.URL+"/mcp", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+		req.Header.Set("User-Agent", "node")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := post(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7,"reason":"user pressed Esc\u001b[2K"}}`); code != http.StatusAccepted {
+		t.Errorf("notifications/cancelled answered %d, want 202", code)
+	}
+	got := logs.String()
+	for _, want := range []string{
+		`level=INFO msg="a client cancelled a request in a POST of its own, which the stateless HTTP front cannot tie to a call: the call runs on to its end or its callTimeout`,
+		`request=7 reason="user pressed Esc\x1b[2K" client=node`,
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the log after a notifications/cancelled POST:\n%s\nwant it to hold %s", got, want)
+		}
+	}
+	// Other notifications say nothing.
+	before := logs.String()
+	post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	if after := strings.TrimPrefix(logs.String(), before); strings.Contains(after, "cancelled") {
+		t.Errorf("notifications/initialized logged a cancel:\n%s", after)
+	}
+}

@@ -579,3 +579,51 @@ func compactJSON(raw json.RawMessage) string {
 	}
 	return b.String()
 }
+
+// TestPythonClientREADMERecipe runs the README's recipe for the Python SDK
+// 2.x's client with an API key (Use it from an MCP client), as written,
+// against `toolgate serve --http` with a key: a call that answers after
+// httpx2's default timeout (5 s for every wait) completes, at both
+// protocols. The recipe was an httpx2.AsyncClient with the header alone,
+// which keeps that default: every execute_tool longer than 5 s raised
+// httpx2.ReadTimeout and ended the client's connection ("Connection
+// closed" for each call after), while the gateway cancelled the call.
+func TestPythonClientREADMERecipe(t *testing.T) {
+	py := pythonSDK(t, pythonV2)
+	recipe := readmeSpan(t, "streamable_http_client(url,")
+	cfg := bundledConfig(t, map[string]any{
+		"pylib": map[string]any{"command": py, "args": []string{pyTestdata(t, "pyserver.py"), "stdio"}},
+	})
+	data := t.TempDir()
+	key := createKey(t, data, "--name", "recipe")
+	addr, _ := startGateway(t, data, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute) // a hang guard
+	defer cancel()
+	cmd := exec.CommandContext(ctx, py, pyTestdata(t, "pyrecipe.py"), "http://"+addr+"/mcp", key, recipe)
+	cmd.Stderr = testLog(t, "pyrecipe: ")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("pyrecipe: %v\n%s", err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	want := []string{"2025-11-25 rested", "2026-07-28 rested"}
+	if !slices.Equal(lines, want) {
+		t.Errorf("the README's recipe %s:\n%s\nwant each protocol's call answered %q", recipe, out, "rested")
+	}
+}
+
+// readmeSpan is the code span of README.md that begins with prefix, its
+// line breaks read as spaces.
+func readmeSpan(t *testing.T, prefix string) string {
+	t.Helper()
+	text := strings.Join(readmeLines(t), " ")
+	i := strings.Index(text, "`"+prefix)
+	if i < 0 {
+		t.Fatalf("README.md has no code span that begins with %q", prefix)
+	}
+	span, _, ok := strings.Cut(text[i+1:], "`")
+	if !ok {
+		t.Fatalf("README.md's code span %q is not closed", prefix)
+	}
+	return span
+}

@@ -65,6 +65,11 @@ type statusFlags struct {
 	// $TOOLGATE_DATA_DIR): a gateway at the fallback address that runs on
 	// another one is not its gateway.
 	named bool
+	// configFromEnv says that config is $TOOLGATE_CONFIG's, not given
+	// with --config: the gateways serving other configs, left out, are
+	// named on stderr (nil: not said).
+	configFromEnv bool
+	stderr        io.Writer
 }
 
 func newStatusCmd(g *globals) *cobra.Command {
@@ -83,7 +88,9 @@ gateway running on the data folder (--data-dir, $TOOLGATE_DATA_DIR, the
 config's dataDir, or the default): each toolgate serve, on stdio or HTTP,
 answers on a socket of its own in the folder's run/, so the gateways an MCP
 client started on stdio are found too, each with its PID and its client's
-name. When none runs there, it asks ` + defaultStatusAddr + `; a gateway there
+name. With --config (or $TOOLGATE_CONFIG), only those serving that file;
+with $TOOLGATE_CONFIG, those left out are named on stderr (--config ''
+shows every one). When none runs there, it asks ` + defaultStatusAddr + `; a gateway there
 that runs on another data folder than the one --data-dir (or
 $TOOLGATE_DATA_DIR) names is not its gateway, and status says so (exit 1).
 The storage line says whether the data folder can take writes, and while
@@ -102,6 +109,7 @@ answers.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f.named = g.dataDir != "" || os.Getenv(dirs.EnvData) != ""
+			f.configFromEnv, f.stderr = f.config != "" && !cmd.Flags().Changed("config"), cmd.ErrOrStderr()
 			f.dataDir = func(cfg *config.File) string {
 				if cfg != nil {
 					g.applyConfig(cfg.Toolgate)
@@ -199,10 +207,12 @@ func runStatus(ctx context.Context, w io.Writer, f statusFlags) error {
 		// default one, and another's gateway there was printed as
 		// FILE's, exit 0.
 		var keep func(*gateway.ProcessInfo) bool
+		var others []string
 		if cfg != nil {
-			keep = func(p *gateway.ProcessInfo) bool { return servesConfig(p, f.config) }
+			keep = servingConfig(f.config, &others)
 		}
 		if n, err := statusLocal(ctx, w, dataDir, f, keep); n > 0 {
+			envConfigNote(f, dataDir, others)
 			return err
 		}
 		either := false
@@ -213,17 +223,19 @@ func runStatus(ctx context.Context, w io.Writer, f statusFlags) error {
 		}
 		if either {
 			noneLocal += " either"
+		} else if f.configFromEnv {
+			noneLocal += fmt.Sprintf("; %s is $TOOLGATE_CONFIG: `toolgate status --config ''` asks every gateway on the data folder", f.config)
 		}
 	}
-	ctx, cancel := context.WithTimeout(ctx, f.timeout)
-	defer cancel()
 	if addr != "" && f.addr == "" && cfg != nil && f.dataDir != nil && (os.Getenv(envKey) == "" || anyPort(addr)) {
 		// The config's address, and no key to send it: on the gateway's
 		// own machine, the gateway on the data folder serving the config
 		// answers on its status socket, which needs none (its front
 		// answered 401, "put one in $TOOLGATE_KEY"). An address of port
 		// 0 is the gateway's socket's alone to name.
-		if n, err := statusLocal(ctx, w, f.dataDir(cfg), f, func(p *gateway.ProcessInfo) bool { return servesConfig(p, f.config) }); n > 0 {
+		var others []string
+		if n, err := statusLocal(ctx, w, f.dataDir(cfg), f, servingConfig(f.config, &others)); n > 0 {
+			envConfigNote(f, f.dataDir(cfg), others)
 			return err
 		}
 		if anyPort(addr) {
@@ -238,6 +250,12 @@ func runStatus(ctx context.Context, w io.Writer, f statusFlags) error {
 			return err
 		}
 	}
+	// The front's own --timeout, from here: the sockets above are each
+	// asked within one, and a gateway there that does not answer used it
+	// all (FILE's gateway, asked after it, was said not to answer, with
+	// "start one").
+	ctx, cancel := context.WithTimeout(ctx, f.timeout)
+	defer cancel()
 	fellBack := addr == ""
 	if fellBack {
 		addr = cmp.Or(f.fallback, defaultStatusAddr)
@@ -386,6 +404,30 @@ func servesFile(served []string, config string) bool {
 	})
 }
 
+// servingConfig is statusLocal's keep of the gateways serving config; it
+// appends each other one to others, with what it serves.
+func servingConfig(config string, others *[]string) func(*gateway.ProcessInfo) bool {
+	return func(p *gateway.ProcessInfo) bool {
+		if servesConfig(p, config) {
+			return true
+		}
+		*others = append(*others, strings.TrimPrefix(processLine(p, false), ", ")+" serves "+servedBy(p))
+		return false
+	}
+}
+
+// envConfigNote says on stderr which gateways on dataDir status left out
+// when its config is $TOOLGATE_CONFIG's (exported for the commands that
+// edit the file): a plain `toolgate status` showed the gateways serving it
+// alone, without a word of the others.
+func envConfigNote(f statusFlags, dataDir string, others []string) {
+	if !f.configFromEnv || f.stderr == nil || len(others) == 0 {
+		return
+	}
+	fmt.Fprintf(f.stderr, "note: status shows the gateways on the data folder %s that serve $TOOLGATE_CONFIG (%s); %s there: %s. `toolgate status --config ''` shows every one\n",
+		dataDir, f.config, strconv.Itoa(len(others))+" "+plural.Pick(len(others), "other runs", "others run"), strings.Join(others, "; "))
+}
+
 // servedBy says what the gateway p serves: its configs, or that it was
 // started without one.
 func servedBy(p *gateway.ProcessInfo) string {
@@ -402,17 +444,26 @@ func servedBy(p *gateway.ProcessInfo) string {
 // "either" (no gateway runs there at all).
 func noneServes(ctx context.Context, dataDir, config string, timeout time.Duration) (msg string, either bool) {
 	var others []string
+	how := ""
 	for _, g := range localGateways(ctx, dataDir, timeout) {
-		if g.err != nil || g.rep.Process == nil {
+		switch p := g.rep.Process; {
+		case g.err != nil || p == nil:
 			others = append(others, g.name()+" does not answer, so which config it serves is not known")
-			continue
+		case servesConfig(p, config):
+			// health asks an HTTP front: FILE's gateway on stdio has
+			// none, and was named as serving FILE after "no gateway
+			// … serves FILE".
+			how = " over HTTP"
+			others = append(others, fmt.Sprintf("%s serves it on %s, with no HTTP front to ask: `%s` reports it, from its status socket",
+				g.name(), p.Transport, shellword.Join("toolgate", "status", "--config", config)))
+		default:
+			others = append(others, g.name()+" serves "+servedBy(p))
 		}
-		others = append(others, g.name()+" serves "+servedBy(g.rep.Process))
 	}
 	if len(others) == 0 {
 		return noGatewayOn(dataDir), noneAtAll(dataDir)
 	}
-	return fmt.Sprintf("; no gateway on the data folder %s serves %s (%s)", dataDir, config, strings.Join(others, "; ")), false
+	return fmt.Sprintf("; no gateway on the data folder %s serves %s%s (%s)", dataDir, config, how, strings.Join(others, "; ")), false
 }
 
 // otherConfigAt is the error of a gateway on dataDir whose front listens at

@@ -1352,3 +1352,21 @@ func TestStatusEnvConfigSaysOthers(t *testing.T) {
 		t.Errorf("status with $TOOLGATE_CONFIG that none serves: %v", err)
 	}
 }
+
+// TestStatusConfigStartOneNamesFile: status -c FILE with no gateway
+// anywhere said to start one with `toolgate serve --config FILE --http
+// ADDR`, FILE written as such, where health -c FILE names the file.
+func TestStatusConfigStartOneNamesFile(t *testing.T) {
+	t.Setenv(envKey, "")
+	data := t.TempDir()
+	cfg := filepath.Join(t.TempDir(), "team.json")
+	closed := freeAddr(t)
+	if err := os.WriteFile(cfg, []byte(`{"mcpServers": {"one": {"command": "true"}}, "toolgate": {"http": {"addr": "`+closed+`"}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	err := runStatus(context.Background(), &out, statusFlags{config: cfg, dataDir: func(*config.File) string { return data }, timeout: 2 * time.Second})
+	if want := "(start one with `toolgate serve --config " + cfg + " --http " + closed + "`, or point --addr at the one running)"; err == nil || !strings.HasSuffix(err.Error(), want) {
+		t.Errorf("status --config FILE, none running: %v\nwant it to end %q", err, want)
+	}
+}

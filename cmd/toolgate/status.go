@@ -291,7 +291,11 @@ func runStatus(ctx context.Context, w io.Writer, f statusFlags) error {
 		if fix := gatewayTLSFix(err, front.ca); fix != "" {
 			return fmt.Errorf("the gateway at %s: %w\nfix: %s", u, unwrapURLError(err), fix)
 		}
-		return fmt.Errorf("no gateway answered at %s: %w%s\n%s", u, unwrapURLError(err), noneLocal, startOne(hostOf(u)))
+		file := "" // --addr given: whatever config it serves
+		if cfg != nil {
+			file = f.config
+		}
+		return fmt.Errorf("no gateway answered at %s: %w%s\n%s", u, unwrapURLError(err), noneLocal, startOne(hostOf(u), file))
 	}
 	if err := httpsOnly(resp, u); err != nil {
 		resp.Body.Close()
@@ -309,7 +313,7 @@ func runStatus(ctx context.Context, w io.Writer, f statusFlags) error {
 		if len(served) == 0 && os.Getenv(envKey) == "" {
 			// Asked without a key, a gateway says its configs: one that
 			// names none was started without a config file.
-			return fmt.Errorf("the gateway at %s serves no config file, not %s%s\n%s", hostOf(u), f.config, noneLocal, startOne(hostOf(u)))
+			return fmt.Errorf("the gateway at %s serves no config file, not %s%s\n%s", hostOf(u), f.config, noneLocal, startOne(hostOf(u), f.config))
 		}
 		if len(served) == 0 {
 			// An API key that is not admin is not told the configs
@@ -355,7 +359,7 @@ func otherDataDir(host, served, dataDir, noneLocal string) error {
 		return nil
 	}
 	return fmt.Errorf("the gateway at %s runs on another data folder (%s), not %s%s\n%s",
-		host, served, dataDir, noneLocal, startOne(host))
+		host, served, dataDir, noneLocal, startOne(host, ""))
 }
 
 // sameFolder says that a and b are one folder: the same path once made
@@ -378,7 +382,7 @@ func otherConfig(host string, served []string, config, noneLocal string) error {
 		return nil
 	}
 	return fmt.Errorf("the gateway at %s serves another config (%s), not %s%s\n%s",
-		host, strings.Join(served, " + "), config, noneLocal, startOne(host))
+		host, strings.Join(served, " + "), config, noneLocal, startOne(host, config))
 }
 
 // servesConfig reports whether the gateway p serves config (the path as
@@ -1130,9 +1134,15 @@ func hostOf(u string) string {
 	return defaultStatusAddr
 }
 
-// startOne is the fix of no gateway answering at addr (host:port).
-func startOne(addr string) string {
-	return fmt.Sprintf("(start one with `toolgate serve --config FILE --http %s`, or point --addr at the one running)", addr)
+// startOne is the fix of no gateway answering at addr (host:port): the
+// command that serves config there ("": FILE, none was given; it said
+// FILE where --config named it, as health does not).
+func startOne(addr, config string) string {
+	file := "FILE"
+	if config != "" {
+		file = shellword.Join(config)
+	}
+	return fmt.Sprintf("(start one with `toolgate serve --config %s --http %s`, or point --addr at the one running)", file, addr)
 }
 
 // unwrapURLError drops net/http's `Get "url":` prefix (the URL is already

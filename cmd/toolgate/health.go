@@ -144,8 +144,11 @@ func runHealth(ctx context.Context, w io.Writer, f healthFlags) error {
 			// With --config and none on its data folder: both said, and
 			// the command that starts its gateway here.
 			file, also := "FILE", ""
+			if f.addr == "" && f.config != "" {
+				file = f.config // its address, or the default for it
+			}
 			if fellBack {
-				file, also = f.config, noneLocal
+				also = noneLocal
 				if either {
 					also += " either"
 				}

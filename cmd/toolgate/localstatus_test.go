@@ -1355,7 +1355,8 @@ func TestStatusEnvConfigSaysOthers(t *testing.T) {
 
 // TestStatusConfigStartOneNamesFile: status -c FILE with no gateway
 // anywhere said to start one with `toolgate serve --config FILE --http
-// ADDR`, FILE written as such, where health -c FILE names the file.
+// ADDR`, FILE written as such, and so did health -c FILE of a FILE with an
+// address (it named the file of one without).
 func TestStatusConfigStartOneNamesFile(t *testing.T) {
 	t.Setenv(envKey, "")
 	data := t.TempDir()
@@ -1368,5 +1369,38 @@ func TestStatusConfigStartOneNamesFile(t *testing.T) {
 	err := runStatus(context.Background(), &out, statusFlags{config: cfg, dataDir: func(*config.File) string { return data }, timeout: 2 * time.Second})
 	if want := "(start one with `toolgate serve --config " + cfg + " --http " + closed + "`, or point --addr at the one running)"; err == nil || !strings.HasSuffix(err.Error(), want) {
 		t.Errorf("status --config FILE, none running: %v\nwant it to end %q", err, want)
+	}
+	err = runHealth(context.Background(), &out, healthFlags{config: cfg, dataDir: func(*config.File) string { return data }, timeout: 2 * time.Second})
+	if want := ": start one (toolgate serve --config " + cfg + " --http " + closed + ")"; err == nil || !strings.HasSuffix(err.Error(), want) {
+		t.Errorf("health --config FILE, none running: %v\nwant it to end %q", err, want)
+	}
+}
+
+// TestStatusConfigLocalhostOtherGateway: FILE's toolgate.http.addr written
+// localhost:PORT while another config's gateway on the data folder holds
+// 127.0.0.1:PORT (a config copied with its address, then edited): status
+// and health compared the two as text, took that gateway for FILE's and
+// printed its status as FILE's (ok), exit 0. The host is resolved now.
+func TestStatusConfigLocalhostOtherGateway(t *testing.T) {
+	t.Setenv(envKey, "")
+	data := t.TempDir()
+	dir := t.TempDir()
+	other, cfg := filepath.Join(dir, "other.json"), filepath.Join(dir, "team.json")
+	addr := freeAddr(t)
+	_, port, _ := net.SplitHostPort(addr)
+	for file, a := range map[string]string{other: addr, cfg: "localhost:" + port} {
+		if err := os.WriteFile(file, []byte(`{"mcpServers": {"one": {"command": "true"}}, "toolgate": {"http": {"addr": "`+a+`"}}}`), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	socketGateway(t, data, "4242-x.sock", gateway.ProcessInfo{PID: 4242, Transport: "http", Addr: addr, Config: []string{other}})
+	dataDir := func(*config.File) string { return data }
+	want := "the gateway at localhost:" + port + ", pid 4242, serves another config (" + other + "), not " + cfg
+	var out bytes.Buffer
+	if err := runStatus(context.Background(), &out, statusFlags{config: cfg, dataDir: dataDir, timeout: 2 * time.Second}); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("status --config FILE (localhost), another config's gateway at 127.0.0.1: %v\nwant %q", err, want)
+	}
+	if err := runHealth(context.Background(), &out, healthFlags{config: cfg, dataDir: dataDir, timeout: 2 * time.Second}); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("health --config FILE (localhost), another config's gateway at 127.0.0.1: %v\nwant %q", err, want)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
+	"net/netip"
 	"net/url"
 	"os"
 	"path"
@@ -483,12 +484,43 @@ func otherConfigAt(ctx context.Context, dataDir, addr, config string, timeout ti
 		if g.err != nil || p == nil || p.Addr == "" || servesConfig(p, config) {
 			continue
 		}
-		if u, err := gatewayURL(p.Addr); err == nil && u.Host == want.Host {
+		if u, err := gatewayURL(p.Addr); err == nil && sameListener(ctx, u.Host, want.Host) {
 			return fmt.Errorf("the gateway at %s, pid %d, serves another config (%s), not %s, whose toolgate.http.addr it holds: give %s another address (its gateway cannot listen there while that one does), or pass --addr %s to ask that gateway as it is",
 				want.Host, p.PID, servedBy(p), config, config, want.Host)
 		}
 	}
 	return nil
+}
+
+// sameListener says that the host:port a and b reach one listener: the
+// same port, on hosts written alike or resolving to a common address
+// (localhost:9100 and 127.0.0.1:9100 were two, so another config's gateway
+// at 127.0.0.1 was taken for that of a config written localhost).
+func sameListener(ctx context.Context, a, b string) bool {
+	if a == b {
+		return true
+	}
+	ha, pa, err := net.SplitHostPort(a)
+	if err != nil {
+		return false
+	}
+	hb, pb, err := net.SplitHostPort(b)
+	if err != nil || pa != pb {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	ia, err := net.DefaultResolver.LookupNetIP(ctx, "ip", ha)
+	if err != nil {
+		return false
+	}
+	ib, err := net.DefaultResolver.LookupNetIP(ctx, "ip", hb)
+	if err != nil {
+		return false
+	}
+	return slices.ContainsFunc(ia, func(x netip.Addr) bool {
+		return slices.ContainsFunc(ib, func(y netip.Addr) bool { return x.Unmap() == y.Unmap() })
+	})
 }
 
 // noAnswer is the fault of a gateway that took the connection to u but sent

@@ -1404,3 +1404,24 @@ func TestStatusConfigLocalhostOtherGateway(t *testing.T) {
 		t.Errorf("health --config FILE (localhost), another config's gateway at 127.0.0.1: %v\nwant %q", err, want)
 	}
 }
+
+// TestConnectConfigServedOnStdio: connect -c FILE whose only gateway on the
+// data folder serves FILE on stdio (an MCP client's, which connect cannot
+// relay to) said `no gateway on the data folder … serves FILE (none runs
+// there)` once nothing answered at the default address; it now names that
+// gateway, and why it is no use to connect.
+func TestConnectConfigServedOnStdio(t *testing.T) {
+	t.Setenv(envKey, "")
+	data := t.TempDir()
+	cfg := filepath.Join(t.TempDir(), "toolgate.json")
+	if err := os.WriteFile(cfg, []byte(`{"mcpServers": {"one": {"command": "true"}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	socketGateway(t, data, "4242-x.sock", gateway.ProcessInfo{PID: 4242, Transport: "stdio", Config: []string{cfg}})
+	nowhere := freeAddr(t)
+	_, front, err := bridgeURL(context.Background(), &globals{dataDir: data, logger: slog.New(slog.DiscardHandler)}, connectFlags{config: cfg, fallback: nowhere})
+	want := "serves " + cfg + " over HTTP (pid 4242 (stdio, no client yet) serves it on stdio, which connect cannot relay to)"
+	if err != nil || front.addr != nowhere || !strings.Contains(front.down, want) || strings.Contains(front.down, "none runs there") {
+		t.Errorf("connect --config FILE served on stdio alone: %q at %s, %v\nwant %q", front.down, front.addr, err, want)
+	}
+}

@@ -23,6 +23,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/internal/datafile"
 	"github.com/toolgate/toolgate/internal/linerpc"
+	"github.com/toolgate/toolgate/internal/shellword"
 )
 
 func init() { register(newConnectCmd) }
@@ -300,7 +301,7 @@ func fallbackFix(dataDir, config string, passed, onStdio []string) string {
 		why = []string{"none runs there"}
 	}
 	return fmt.Sprintf("no gateway on the data folder %s serves %s%s (%s), so connect tried the default address: pass --start to start one for it, or serve it there (toolgate serve --config %s --http ADDR), or pass --addr",
-		dataDir, config, how, strings.Join(why, "; "), config)
+		dataDir, config, how, strings.Join(why, "; "), shellword.Join(config))
 }
 
 // starter starts the gateway connect relays to when none answers (connect

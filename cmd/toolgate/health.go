@@ -17,6 +17,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/backend"
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/internal/proxyenv"
+	"github.com/toolgate/toolgate/internal/shellword"
 )
 
 func init() { register(newHealthCmd) }
@@ -145,7 +146,7 @@ func runHealth(ctx context.Context, w io.Writer, f healthFlags) error {
 			// the command that starts its gateway here.
 			file, also := "FILE", ""
 			if f.addr == "" && f.config != "" {
-				file = f.config // its address, or the default for it
+				file = shellword.Join(f.config) // its address, or the default for it
 			}
 			if fellBack {
 				also = noneLocal

@@ -33,6 +33,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/local"
 	"github.com/toolgate/toolgate/internal/dirs"
 	"github.com/toolgate/toolgate/internal/logring"
+	"github.com/toolgate/toolgate/internal/shellword"
 	"github.com/toolgate/toolgate/internal/storage"
 	"github.com/toolgate/toolgate/internal/testenv"
 )
@@ -1360,18 +1361,18 @@ func TestStatusEnvConfigSaysOthers(t *testing.T) {
 func TestStatusConfigStartOneNamesFile(t *testing.T) {
 	t.Setenv(envKey, "")
 	data := t.TempDir()
-	cfg := filepath.Join(t.TempDir(), "team.json")
+	cfg := filepath.Join(t.TempDir(), "my team.json") // quoted in the command
 	closed := freeAddr(t)
 	if err := os.WriteFile(cfg, []byte(`{"mcpServers": {"one": {"command": "true"}}, "toolgate": {"http": {"addr": "`+closed+`"}}}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
 	err := runStatus(context.Background(), &out, statusFlags{config: cfg, dataDir: func(*config.File) string { return data }, timeout: 2 * time.Second})
-	if want := "(start one with `toolgate serve --config " + cfg + " --http " + closed + "`, or point --addr at the one running)"; err == nil || !strings.HasSuffix(err.Error(), want) {
+	if want := "(start one with `toolgate serve --config " + shellword.Join(cfg) + " --http " + closed + "`, or point --addr at the one running)"; err == nil || !strings.HasSuffix(err.Error(), want) {
 		t.Errorf("status --config FILE, none running: %v\nwant it to end %q", err, want)
 	}
 	err = runHealth(context.Background(), &out, healthFlags{config: cfg, dataDir: func(*config.File) string { return data }, timeout: 2 * time.Second})
-	if want := ": start one (toolgate serve --config " + cfg + " --http " + closed + ")"; err == nil || !strings.HasSuffix(err.Error(), want) {
+	if want := ": start one (toolgate serve --config " + shellword.Join(cfg) + " --http " + closed + ")"; err == nil || !strings.HasSuffix(err.Error(), want) {
 		t.Errorf("health --config FILE, none running: %v\nwant it to end %q", err, want)
 	}
 }
@@ -1413,7 +1414,7 @@ func TestStatusConfigLocalhostOtherGateway(t *testing.T) {
 func TestConnectConfigServedOnStdio(t *testing.T) {
 	t.Setenv(envKey, "")
 	data := t.TempDir()
-	cfg := filepath.Join(t.TempDir(), "toolgate.json")
+	cfg := filepath.Join(t.TempDir(), "my toolgate.json") // quoted in the command
 	if err := os.WriteFile(cfg, []byte(`{"mcpServers": {"one": {"command": "true"}}}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -1421,7 +1422,8 @@ func TestConnectConfigServedOnStdio(t *testing.T) {
 	nowhere := freeAddr(t)
 	_, front, err := bridgeURL(context.Background(), &globals{dataDir: data, logger: slog.New(slog.DiscardHandler)}, connectFlags{config: cfg, fallback: nowhere})
 	want := "serves " + cfg + " over HTTP (pid 4242 (stdio, no client yet) serves it on stdio, which connect cannot relay to)"
-	if err != nil || front.addr != nowhere || !strings.Contains(front.down, want) || strings.Contains(front.down, "none runs there") {
+	if err != nil || front.addr != nowhere || !strings.Contains(front.down, want) || strings.Contains(front.down, "none runs there") ||
+		!strings.Contains(front.down, "(toolgate serve --config "+shellword.Join(cfg)+" --http ADDR)") {
 		t.Errorf("connect --config FILE served on stdio alone: %q at %s, %v\nwant %q", front.down, front.addr, err, want)
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/internal/datafile"
 	"github.com/toolgate/toolgate/internal/linerpc"
+	"github.com/toolgate/toolgate/internal/shellword"
 )
 
 func init() { register(newConnectCmd) }
@@ -212,10 +213,15 @@ func bridgeURL(ctx context.Context, g *globals, f connectFlags) (string, frontTa
 	// need no key): asked only to find one, or to see which config the
 	// one at the address serves.
 	var local []*gateway.ProcessInfo
+	var onStdio []string // those serving the config with no front to relay to
 	if addr == "" || want != "" {
 		for _, gw := range localGateways(ctx, g.DataDir(), 5*time.Second) {
-			if p := gw.rep.Process; gw.err == nil && p != nil && p.Transport == "http" && p.Addr != "" {
+			switch p := gw.rep.Process; {
+			case gw.err != nil || p == nil:
+			case p.Transport == "http" && p.Addr != "":
 				local = append(local, p)
+			case want != "" && servesConfig(p, f.config):
+				onStdio = append(onStdio, strings.TrimPrefix(processLine(p, false), ", ")+" serves it on stdio, which connect cannot relay to")
 			}
 		}
 	}
@@ -237,7 +243,7 @@ func bridgeURL(ctx context.Context, g *globals, f connectFlags) (string, frontTa
 		}
 		if front.addr == "" {
 			front.addr = cmp.Or(f.fallback, defaultStatusAddr)
-			front.down = fallbackFix(g.DataDir(), f.config, passed)
+			front.down = fallbackFix(g.DataDir(), f.config, passed, onStdio)
 			if len(passed) > 0 {
 				g.logger.Warn("no gateway on the data folder serves the config; trying the default address", "config", want, "default", front.addr, "passed_over", strings.Join(passed, "; "))
 			}
@@ -275,17 +281,27 @@ func bridgeURL(ctx context.Context, g *globals, f connectFlags) (string, frontTa
 
 // fallbackFix is what connect says when nothing answers at the default
 // address it fell back to: that no gateway on the data folder serves
-// config (those passed over, each with the config it serves), and the fix.
-func fallbackFix(dataDir, config string, passed []string) string {
+// config (those passed over, each with the config it serves; those serving
+// it on stdio, which it cannot relay to: it said "none runs there" beside
+// them), and the fix.
+func fallbackFix(dataDir, config string, passed, onStdio []string) string {
 	if config == "" {
 		return fmt.Sprintf("no gateway serves HTTP on the data folder %s, so connect tried the default address: start one there (toolgate serve --http ADDR), or pass --addr", dataDir)
 	}
-	why := "none runs there"
+	var why []string
 	if len(passed) > 0 {
-		why = "those there serve other configs: " + strings.Join(passed, "; ")
+		why = append(why, "those there serve other configs: "+strings.Join(passed, "; "))
 	}
-	return fmt.Sprintf("no gateway on the data folder %s serves %s (%s), so connect tried the default address: pass --start to start one for it, or serve it there (toolgate serve --config %s --http ADDR), or pass --addr",
-		dataDir, config, why, config)
+	why = append(why, onStdio...)
+	how := ""
+	switch {
+	case len(onStdio) > 0:
+		how = " over HTTP"
+	case len(why) == 0:
+		why = []string{"none runs there"}
+	}
+	return fmt.Sprintf("no gateway on the data folder %s serves %s%s (%s), so connect tried the default address: pass --start to start one for it, or serve it there (toolgate serve --config %s --http ADDR), or pass --addr",
+		dataDir, config, how, strings.Join(why, "; "), shellword.Join(config))
 }
 
 // starter starts the gateway connect relays to when none answers (connect

@@ -17,6 +17,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/backend"
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/internal/proxyenv"
+	"github.com/toolgate/toolgate/internal/shellword"
 )
 
 func init() { register(newHealthCmd) }
@@ -144,8 +145,11 @@ func runHealth(ctx context.Context, w io.Writer, f healthFlags) error {
 			// With --config and none on its data folder: both said, and
 			// the command that starts its gateway here.
 			file, also := "FILE", ""
+			if f.addr == "" && f.config != "" {
+				file = shellword.Join(f.config) // its address, or the default for it
+			}
 			if fellBack {
-				file, also = f.config, noneLocal
+				also = noneLocal
 				if either {
 					also += " either"
 				}

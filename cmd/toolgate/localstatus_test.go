@@ -33,6 +33,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/local"
 	"github.com/toolgate/toolgate/internal/dirs"
 	"github.com/toolgate/toolgate/internal/logring"
+	"github.com/toolgate/toolgate/internal/shellword"
 	"github.com/toolgate/toolgate/internal/storage"
 	"github.com/toolgate/toolgate/internal/testenv"
 )
@@ -1172,37 +1173,10 @@ func TestStatusConfigOtherGatewayOnDataFolder(t *testing.T) {
 func TestStatusConfigGatewayNotAnswering(t *testing.T) {
 	t.Setenv(envKey, "")
 	data := t.TempDir()
-	if err := os.MkdirAll(dirs.Sockets(data), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("unix", filepath.Join(dirs.Sockets(data), "4242-x.sock"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var held []net.Conn
-	t.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range held {
-			c.Close()
-		}
-	})
-	go func() { // takes connections, answers none
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			held = append(held, c)
-			mu.Unlock()
-		}
-	}()
+	stuckSocket(t, data, "4242-x.sock")
 	cfg := fakeConfig(t, map[string]string{"b": backendtest.ModeNormal}, nil)
 	var out bytes.Buffer
-	err = runStatus(context.Background(), &out, statusFlags{config: cfg, dataDir: func(*config.File) string { return data }, timeout: 500 * time.Millisecond, fallback: freeAddr(t)})
+	err := runStatus(context.Background(), &out, statusFlags{config: cfg, dataDir: func(*config.File) string { return data }, timeout: 500 * time.Millisecond, fallback: freeAddr(t)})
 	if err == nil || !strings.Contains(err.Error(), "no gateway on the data folder "+data+" serves "+cfg) ||
 		!strings.Contains(err.Error(), "4242-x.sock does not answer, so which config it serves is not known") || out.Len() > 0 {
 		t.Errorf("status --config, a gateway on the data folder that does not answer: %v\n%s", err, out.String())
@@ -1238,5 +1212,218 @@ func TestConfigThroughSymlink(t *testing.T) {
 	}
 	if _, _, err := bridgeURL(context.Background(), &globals{dataDir: data}, connectFlags{config: link, fallback: addr}); err != nil {
 		t.Errorf("connect --config LINK of the gateway serving its file: %v", err)
+	}
+}
+
+// stuckSocket is a status socket named name on data's run/ that takes
+// connections and answers none: a gateway stopped (SIGSTOP) or stuck.
+func stuckSocket(t *testing.T, data, name string) {
+	t.Helper()
+	if err := os.MkdirAll(dirs.Sockets(data), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("unix", filepath.Join(dirs.Sockets(data), name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var held []net.Conn
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range held {
+			c.Close()
+		}
+	})
+	go func() { // takes connections, answers none
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			held = append(held, c)
+			mu.Unlock()
+		}
+	}()
+}
+
+// socketGateway is a gateway's stand-in on data's status socket name,
+// whose GET /status reports p and no backend.
+func socketGateway(t *testing.T, data, name string, p gateway.ProcessInfo) {
+	t.Helper()
+	if err := os.MkdirAll(dirs.Sockets(data), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("unix", filepath.Join(dirs.Sockets(data), name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		json.NewEncoder(w).Encode(gateway.StatusReport{Process: &p})
+	})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+}
+
+// TestHealthConfigServedOnStdio: health -c FILE whose gateway on the data
+// folder serves FILE on stdio (an MCP client's, with no HTTP front to ask)
+// said that no gateway there served FILE, and then named that gateway as
+// serving it. It now says that it serves FILE on stdio only, and what
+// reports it.
+func TestHealthConfigServedOnStdio(t *testing.T) {
+	t.Setenv(envKey, "")
+	data := t.TempDir()
+	cfg := filepath.Join(t.TempDir(), "toolgate.json")
+	if err := os.WriteFile(cfg, []byte(`{"mcpServers": {"one": {"command": "true"}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	socketGateway(t, data, "4242-x.sock", gateway.ProcessInfo{PID: 4242, Transport: "stdio", Config: []string{cfg}})
+	free := freeAddr(t)
+	var out bytes.Buffer
+	err := runHealth(context.Background(), &out, healthFlags{config: cfg, dataDir: func(*config.File) string { return data }, timeout: 2 * time.Second, fallback: free})
+	want := "no gateway on the data folder " + data + " serves " + cfg + " over HTTP (pid 4242 (stdio, no client yet) serves it on stdio, with no HTTP front to ask: `toolgate status --config " + cfg + "` reports it, from its status socket): start one (toolgate serve --config " + cfg + " --http " + free + ")"
+	if err == nil || !strings.HasSuffix(err.Error(), want) || out.Len() > 0 {
+		t.Errorf("health --config FILE served on stdio alone: %v\nwant it to end %q", err, want)
+	}
+}
+
+// TestStatusConfigAddrBesideStuckGateway: status -c FILE (FILE with a
+// toolgate.http.addr) asks FILE's gateway on its status socket; another
+// gateway on the data folder that does not answer its own took the whole
+// --timeout, so FILE's was not asked, nor its address, and status said
+// `no gateway answered at ADDR: context deadline exceeded`, start one,
+// exit 1, of a gateway that was up.
+func TestStatusConfigAddrBesideStuckGateway(t *testing.T) {
+	t.Setenv(envKey, "")
+	data := t.TempDir()
+	cfg := filepath.Join(t.TempDir(), "toolgate.json")
+	addr := freeAddr(t)
+	if err := os.WriteFile(cfg, []byte(`{"mcpServers": {"one": {"command": "true"}}, "toolgate": {"http": {"addr": "`+addr+`"}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stuckSocket(t, data, "1-x.sock") // asked first
+	socketGateway(t, data, "4242-y.sock", gateway.ProcessInfo{PID: 4242, Transport: "http", Addr: addr, Config: []string{cfg}})
+	var out bytes.Buffer
+	err := runStatus(context.Background(), &out, statusFlags{config: cfg, dataDir: func(*config.File) string { return data }, timeout: 500 * time.Millisecond})
+	if err != nil || !strings.Contains(out.String(), "pid 4242 (http "+addr+")") {
+		t.Errorf("status --config FILE beside a gateway that does not answer: %v\n%s", err, out.String())
+	}
+}
+
+// TestStatusEnvConfigSaysOthers: with $TOOLGATE_CONFIG exported (for the
+// commands that edit the file), a plain `toolgate status` shows only the
+// gateways serving that file: the others on the data folder (an MCP
+// client's stdio gateway of another config) were left out without a word,
+// exit 0. A note on stderr now names them and how to see every one; and
+// when none serves the file, the error says where the file came from.
+func TestStatusEnvConfigSaysOthers(t *testing.T) {
+	t.Setenv(envKey, "")
+	data := t.TempDir()
+	dir := t.TempDir()
+	mine, theirs := filepath.Join(dir, "mine.json"), filepath.Join(dir, "theirs.json")
+	for _, c := range []string{mine, theirs} {
+		if err := os.WriteFile(c, []byte(`{"mcpServers": {"one": {"command": "true"}}}`), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	socketGateway(t, data, "4242-x.sock", gateway.ProcessInfo{PID: 4242, Transport: "stdio", Config: []string{mine}})
+	socketGateway(t, data, "4343-x.sock", gateway.ProcessInfo{PID: 4343, Transport: "stdio", Config: []string{theirs}})
+	dataDir := func(*config.File) string { return data }
+	var out, errw bytes.Buffer
+	err := runStatus(context.Background(), &out, statusFlags{config: mine, configFromEnv: true, stderr: &errw, dataDir: dataDir, timeout: 2 * time.Second})
+	want := "note: status shows the gateways on the data folder " + data + " that serve $TOOLGATE_CONFIG (" + mine + "); 1 other runs there: pid 4343 (stdio, no client yet) serves " + theirs + ". `toolgate status --config ''` shows every one\n"
+	if err != nil || !strings.Contains(out.String(), "pid 4242") || strings.Contains(out.String(), "pid 4343") || errw.String() != want {
+		t.Errorf("status with $TOOLGATE_CONFIG: %v\n%s\nstderr %q\nwant %q", err, out.String(), errw.String(), want)
+	}
+	// --config given: what was asked, no note.
+	out.Reset()
+	errw.Reset()
+	if err := runStatus(context.Background(), &out, statusFlags{config: mine, stderr: &errw, dataDir: dataDir, timeout: 2 * time.Second}); err != nil || errw.Len() > 0 {
+		t.Errorf("status --config: %v, stderr %q", err, errw.String())
+	}
+	// None serves $TOOLGATE_CONFIG: the error says so.
+	other := filepath.Join(dir, "other.json")
+	if err := os.WriteFile(other, []byte(`{"mcpServers": {"one": {"command": "true"}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err = runStatus(context.Background(), &out, statusFlags{config: other, configFromEnv: true, stderr: &errw, dataDir: dataDir, timeout: 2 * time.Second, fallback: freeAddr(t)})
+	if err == nil || !strings.Contains(err.Error(), "serves "+theirs+"); "+other+" is $TOOLGATE_CONFIG: `toolgate status --config ''` asks every gateway on the data folder") {
+		t.Errorf("status with $TOOLGATE_CONFIG that none serves: %v", err)
+	}
+}
+
+// TestStatusConfigStartOneNamesFile: status -c FILE with no gateway
+// anywhere said to start one with `toolgate serve --config FILE --http
+// ADDR`, FILE written as such, and so did health -c FILE of a FILE with an
+// address (it named the file of one without).
+func TestStatusConfigStartOneNamesFile(t *testing.T) {
+	t.Setenv(envKey, "")
+	data := t.TempDir()
+	cfg := filepath.Join(t.TempDir(), "my team.json") // quoted in the command
+	closed := freeAddr(t)
+	if err := os.WriteFile(cfg, []byte(`{"mcpServers": {"one": {"command": "true"}}, "toolgate": {"http": {"addr": "`+closed+`"}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	err := runStatus(context.Background(), &out, statusFlags{config: cfg, dataDir: func(*config.File) string { return data }, timeout: 2 * time.Second})
+	if want := "(start one with `toolgate serve --config " + shellword.Join(cfg) + " --http " + closed + "`, or point --addr at the one running)"; err == nil || !strings.HasSuffix(err.Error(), want) {
+		t.Errorf("status --config FILE, none running: %v\nwant it to end %q", err, want)
+	}
+	err = runHealth(context.Background(), &out, healthFlags{config: cfg, dataDir: func(*config.File) string { return data }, timeout: 2 * time.Second})
+	if want := ": start one (toolgate serve --config " + shellword.Join(cfg) + " --http " + closed + ")"; err == nil || !strings.HasSuffix(err.Error(), want) {
+		t.Errorf("health --config FILE, none running: %v\nwant it to end %q", err, want)
+	}
+}
+
+// TestStatusConfigLocalhostOtherGateway: FILE's toolgate.http.addr written
+// localhost:PORT while another config's gateway on the data folder holds
+// 127.0.0.1:PORT (a config copied with its address, then edited): status
+// and health compared the two as text, took that gateway for FILE's and
+// printed its status as FILE's (ok), exit 0. The host is resolved now.
+func TestStatusConfigLocalhostOtherGateway(t *testing.T) {
+	t.Setenv(envKey, "")
+	data := t.TempDir()
+	dir := t.TempDir()
+	other, cfg := filepath.Join(dir, "other.json"), filepath.Join(dir, "team.json")
+	addr := freeAddr(t)
+	_, port, _ := net.SplitHostPort(addr)
+	for file, a := range map[string]string{other: addr, cfg: "localhost:" + port} {
+		if err := os.WriteFile(file, []byte(`{"mcpServers": {"one": {"command": "true"}}, "toolgate": {"http": {"addr": "`+a+`"}}}`), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	socketGateway(t, data, "4242-x.sock", gateway.ProcessInfo{PID: 4242, Transport: "http", Addr: addr, Config: []string{other}})
+	dataDir := func(*config.File) string { return data }
+	want := "the gateway at localhost:" + port + ", pid 4242, serves another config (" + other + "), not " + cfg
+	var out bytes.Buffer
+	if err := runStatus(context.Background(), &out, statusFlags{config: cfg, dataDir: dataDir, timeout: 2 * time.Second}); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("status --config FILE (localhost), another config's gateway at 127.0.0.1: %v\nwant %q", err, want)
+	}
+	if err := runHealth(context.Background(), &out, healthFlags{config: cfg, dataDir: dataDir, timeout: 2 * time.Second}); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("health --config FILE (localhost), another config's gateway at 127.0.0.1: %v\nwant %q", err, want)
+	}
+}
+
+// TestConnectConfigServedOnStdio: connect -c FILE whose only gateway on the
+// data folder serves FILE on stdio (an MCP client's, which connect cannot
+// relay to) said `no gateway on the data folder … serves FILE (none runs
+// there)` once nothing answered at the default address; it now names that
+// gateway, and why it is no use to connect.
+func TestConnectConfigServedOnStdio(t *testing.T) {
+	t.Setenv(envKey, "")
+	data := t.TempDir()
+	cfg := filepath.Join(t.TempDir(), "my toolgate.json") // quoted in the command
+	if err := os.WriteFile(cfg, []byte(`{"mcpServers": {"one": {"command": "true"}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	socketGateway(t, data, "4242-x.sock", gateway.ProcessInfo{PID: 4242, Transport: "stdio", Config: []string{cfg}})
+	nowhere := freeAddr(t)
+	_, front, err := bridgeURL(context.Background(), &globals{dataDir: data, logger: slog.New(slog.DiscardHandler)}, connectFlags{config: cfg, fallback: nowhere})
+	want := "serves " + cfg + " over HTTP (pid 4242 (stdio, no client yet) serves it on stdio, which connect cannot relay to)"
+	if err != nil || front.addr != nowhere || !strings.Contains(front.down, want) || strings.Contains(front.down, "none runs there") ||
+		!strings.Contains(front.down, "(toolgate serve --config "+shellword.Join(cfg)+" --http ADDR)") {
+		t.Errorf("connect --config FILE served on stdio alone: %q at %s, %v\nwant %q", front.down, front.addr, err, want)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
+	"net/netip"
 	"net/url"
 	"os"
 	"path"
@@ -65,6 +66,11 @@ type statusFlags struct {
 	// $TOOLGATE_DATA_DIR): a gateway at the fallback address that runs on
 	// another one is not its gateway.
 	named bool
+	// configFromEnv says that config is $TOOLGATE_CONFIG's, not given
+	// with --config: the gateways serving other configs, left out, are
+	// named on stderr (nil: not said).
+	configFromEnv bool
+	stderr        io.Writer
 }
 
 func newStatusCmd(g *globals) *cobra.Command {
@@ -83,7 +89,9 @@ gateway running on the data folder (--data-dir, $TOOLGATE_DATA_DIR, the
 config's dataDir, or the default): each toolgate serve, on stdio or HTTP,
 answers on a socket of its own in the folder's run/, so the gateways an MCP
 client started on stdio are found too, each with its PID and its client's
-name. When none runs there, it asks ` + defaultStatusAddr + `; a gateway there
+name. With --config (or $TOOLGATE_CONFIG), only those serving that file;
+with $TOOLGATE_CONFIG, those left out are named on stderr (--config ''
+shows every one). When none runs there, it asks ` + defaultStatusAddr + `; a gateway there
 that runs on another data folder than the one --data-dir (or
 $TOOLGATE_DATA_DIR) names is not its gateway, and status says so (exit 1).
 The storage line says whether the data folder can take writes, and while
@@ -102,6 +110,7 @@ answers.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f.named = g.dataDir != "" || os.Getenv(dirs.EnvData) != ""
+			f.configFromEnv, f.stderr = f.config != "" && !cmd.Flags().Changed("config"), cmd.ErrOrStderr()
 			f.dataDir = func(cfg *config.File) string {
 				if cfg != nil {
 					g.applyConfig(cfg.Toolgate)
@@ -199,10 +208,12 @@ func runStatus(ctx context.Context, w io.Writer, f statusFlags) error {
 		// default one, and another's gateway there was printed as
 		// FILE's, exit 0.
 		var keep func(*gateway.ProcessInfo) bool
+		var others []string
 		if cfg != nil {
-			keep = func(p *gateway.ProcessInfo) bool { return servesConfig(p, f.config) }
+			keep = servingConfig(f.config, &others)
 		}
 		if n, err := statusLocal(ctx, w, dataDir, f, keep); n > 0 {
+			envConfigNote(f, dataDir, others)
 			return err
 		}
 		either := false
@@ -213,17 +224,19 @@ func runStatus(ctx context.Context, w io.Writer, f statusFlags) error {
 		}
 		if either {
 			noneLocal += " either"
+		} else if f.configFromEnv {
+			noneLocal += fmt.Sprintf("; %s is $TOOLGATE_CONFIG: `toolgate status --config ''` asks every gateway on the data folder", f.config)
 		}
 	}
-	ctx, cancel := context.WithTimeout(ctx, f.timeout)
-	defer cancel()
 	if addr != "" && f.addr == "" && cfg != nil && f.dataDir != nil && (os.Getenv(envKey) == "" || anyPort(addr)) {
 		// The config's address, and no key to send it: on the gateway's
 		// own machine, the gateway on the data folder serving the config
 		// answers on its status socket, which needs none (its front
 		// answered 401, "put one in $TOOLGATE_KEY"). An address of port
 		// 0 is the gateway's socket's alone to name.
-		if n, err := statusLocal(ctx, w, f.dataDir(cfg), f, func(p *gateway.ProcessInfo) bool { return servesConfig(p, f.config) }); n > 0 {
+		var others []string
+		if n, err := statusLocal(ctx, w, f.dataDir(cfg), f, servingConfig(f.config, &others)); n > 0 {
+			envConfigNote(f, f.dataDir(cfg), others)
 			return err
 		}
 		if anyPort(addr) {
@@ -238,6 +251,12 @@ func runStatus(ctx context.Context, w io.Writer, f statusFlags) error {
 			return err
 		}
 	}
+	// The front's own --timeout, from here: the sockets above are each
+	// asked within one, and a gateway there that does not answer used it
+	// all (FILE's gateway, asked after it, was said not to answer, with
+	// "start one").
+	ctx, cancel := context.WithTimeout(ctx, f.timeout)
+	defer cancel()
 	fellBack := addr == ""
 	if fellBack {
 		addr = cmp.Or(f.fallback, defaultStatusAddr)
@@ -273,7 +292,11 @@ func runStatus(ctx context.Context, w io.Writer, f statusFlags) error {
 		if fix := gatewayTLSFix(err, front.ca); fix != "" {
 			return fmt.Errorf("the gateway at %s: %w\nfix: %s", u, unwrapURLError(err), fix)
 		}
-		return fmt.Errorf("no gateway answered at %s: %w%s\n%s", u, unwrapURLError(err), noneLocal, startOne(hostOf(u)))
+		file := "" // --addr given: whatever config it serves
+		if cfg != nil {
+			file = f.config
+		}
+		return fmt.Errorf("no gateway answered at %s: %w%s\n%s", u, unwrapURLError(err), noneLocal, startOne(hostOf(u), file))
 	}
 	if err := httpsOnly(resp, u); err != nil {
 		resp.Body.Close()
@@ -291,7 +314,7 @@ func runStatus(ctx context.Context, w io.Writer, f statusFlags) error {
 		if len(served) == 0 && os.Getenv(envKey) == "" {
 			// Asked without a key, a gateway says its configs: one that
 			// names none was started without a config file.
-			return fmt.Errorf("the gateway at %s serves no config file, not %s%s\n%s", hostOf(u), f.config, noneLocal, startOne(hostOf(u)))
+			return fmt.Errorf("the gateway at %s serves no config file, not %s%s\n%s", hostOf(u), f.config, noneLocal, startOne(hostOf(u), f.config))
 		}
 		if len(served) == 0 {
 			// An API key that is not admin is not told the configs
@@ -337,7 +360,7 @@ func otherDataDir(host, served, dataDir, noneLocal string) error {
 		return nil
 	}
 	return fmt.Errorf("the gateway at %s runs on another data folder (%s), not %s%s\n%s",
-		host, served, dataDir, noneLocal, startOne(host))
+		host, served, dataDir, noneLocal, startOne(host, ""))
 }
 
 // sameFolder says that a and b are one folder: the same path once made
@@ -360,7 +383,7 @@ func otherConfig(host string, served []string, config, noneLocal string) error {
 		return nil
 	}
 	return fmt.Errorf("the gateway at %s serves another config (%s), not %s%s\n%s",
-		host, strings.Join(served, " + "), config, noneLocal, startOne(host))
+		host, strings.Join(served, " + "), config, noneLocal, startOne(host, config))
 }
 
 // servesConfig reports whether the gateway p serves config (the path as
@@ -386,6 +409,30 @@ func servesFile(served []string, config string) bool {
 	})
 }
 
+// servingConfig is statusLocal's keep of the gateways serving config; it
+// appends each other one to others, with what it serves.
+func servingConfig(config string, others *[]string) func(*gateway.ProcessInfo) bool {
+	return func(p *gateway.ProcessInfo) bool {
+		if servesConfig(p, config) {
+			return true
+		}
+		*others = append(*others, strings.TrimPrefix(processLine(p, false), ", ")+" serves "+servedBy(p))
+		return false
+	}
+}
+
+// envConfigNote says on stderr which gateways on dataDir status left out
+// when its config is $TOOLGATE_CONFIG's (exported for the commands that
+// edit the file): a plain `toolgate status` showed the gateways serving it
+// alone, without a word of the others.
+func envConfigNote(f statusFlags, dataDir string, others []string) {
+	if !f.configFromEnv || f.stderr == nil || len(others) == 0 {
+		return
+	}
+	fmt.Fprintf(f.stderr, "note: status shows the gateways on the data folder %s that serve $TOOLGATE_CONFIG (%s); %s there: %s. `toolgate status --config ''` shows every one\n",
+		dataDir, f.config, strconv.Itoa(len(others))+" "+plural.Pick(len(others), "other runs", "others run"), strings.Join(others, "; "))
+}
+
 // servedBy says what the gateway p serves: its configs, or that it was
 // started without one.
 func servedBy(p *gateway.ProcessInfo) string {
@@ -402,17 +449,26 @@ func servedBy(p *gateway.ProcessInfo) string {
 // "either" (no gateway runs there at all).
 func noneServes(ctx context.Context, dataDir, config string, timeout time.Duration) (msg string, either bool) {
 	var others []string
+	how := ""
 	for _, g := range localGateways(ctx, dataDir, timeout) {
-		if g.err != nil || g.rep.Process == nil {
+		switch p := g.rep.Process; {
+		case g.err != nil || p == nil:
 			others = append(others, g.name()+" does not answer, so which config it serves is not known")
-			continue
+		case servesConfig(p, config):
+			// health asks an HTTP front: FILE's gateway on stdio has
+			// none, and was named as serving FILE after "no gateway
+			// … serves FILE".
+			how = " over HTTP"
+			others = append(others, fmt.Sprintf("%s serves it on %s, with no HTTP front to ask: `%s` reports it, from its status socket",
+				g.name(), p.Transport, shellword.Join("toolgate", "status", "--config", config)))
+		default:
+			others = append(others, g.name()+" serves "+servedBy(p))
 		}
-		others = append(others, g.name()+" serves "+servedBy(g.rep.Process))
 	}
 	if len(others) == 0 {
 		return noGatewayOn(dataDir), noneAtAll(dataDir)
 	}
-	return fmt.Sprintf("; no gateway on the data folder %s serves %s (%s)", dataDir, config, strings.Join(others, "; ")), false
+	return fmt.Sprintf("; no gateway on the data folder %s serves %s%s (%s)", dataDir, config, how, strings.Join(others, "; ")), false
 }
 
 // otherConfigAt is the error of a gateway on dataDir whose front listens at
@@ -428,12 +484,43 @@ func otherConfigAt(ctx context.Context, dataDir, addr, config string, timeout ti
 		if g.err != nil || p == nil || p.Addr == "" || servesConfig(p, config) {
 			continue
 		}
-		if u, err := gatewayURL(p.Addr); err == nil && u.Host == want.Host {
+		if u, err := gatewayURL(p.Addr); err == nil && sameListener(ctx, u.Host, want.Host) {
 			return fmt.Errorf("the gateway at %s, pid %d, serves another config (%s), not %s, whose toolgate.http.addr it holds: give %s another address (its gateway cannot listen there while that one does), or pass --addr %s to ask that gateway as it is",
 				want.Host, p.PID, servedBy(p), config, config, want.Host)
 		}
 	}
 	return nil
+}
+
+// sameListener says that the host:port a and b reach one listener: the
+// same port, on hosts written alike or resolving to a common address
+// (localhost:9100 and 127.0.0.1:9100 were two, so another config's gateway
+// at 127.0.0.1 was taken for that of a config written localhost).
+func sameListener(ctx context.Context, a, b string) bool {
+	if a == b {
+		return true
+	}
+	ha, pa, err := net.SplitHostPort(a)
+	if err != nil {
+		return false
+	}
+	hb, pb, err := net.SplitHostPort(b)
+	if err != nil || pa != pb {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	ia, err := net.DefaultResolver.LookupNetIP(ctx, "ip", ha)
+	if err != nil {
+		return false
+	}
+	ib, err := net.DefaultResolver.LookupNetIP(ctx, "ip", hb)
+	if err != nil {
+		return false
+	}
+	return slices.ContainsFunc(ia, func(x netip.Addr) bool {
+		return slices.ContainsFunc(ib, func(y netip.Addr) bool { return x.Unmap() == y.Unmap() })
+	})
 }
 
 // noAnswer is the fault of a gateway that took the connection to u but sent
@@ -1079,9 +1166,15 @@ func hostOf(u string) string {
 	return defaultStatusAddr
 }
 
-// startOne is the fix of no gateway answering at addr (host:port).
-func startOne(addr string) string {
-	return fmt.Sprintf("(start one with `toolgate serve --config FILE --http %s`, or point --addr at the one running)", addr)
+// startOne is the fix of no gateway answering at addr (host:port): the
+// command that serves config there ("": FILE, none was given; it said
+// FILE where --config named it, as health does not).
+func startOne(addr, config string) string {
+	file := "FILE"
+	if config != "" {
+		file = shellword.Join(config)
+	}
+	return fmt.Sprintf("(start one with `toolgate serve --config %s --http %s`, or point --addr at the one running)", file, addr)
 }
 
 // unwrapURLError drops net/http's `Get "url":` prefix (the URL is already

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -141,5 +143,33 @@ func TestConsoleActivityUnsafeTextInBrowser(t *testing.T) {
 		if strings.ContainsAny(r, "\u202e\x1b") {
 			t.Errorf("a control or format character drawn as it is: %q", r)
 		}
+	}
+}
+
+// TestConsoleActivityCoalescedInBrowser: a record that stands for many
+// refusals of a key alike (count, firstTime: a key refused 240 times in a
+// minute) says how many and since when, as `toolgate audit tail` prints it
+// (×240 since …): the recent activity drew it as one refusal.
+func TestConsoleActivityCoalescedInBrowser(t *testing.T) {
+	chromium := findChromium(t)
+	data := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(data, "audit"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	line := `{"time":"2026-12-08T01:00:59Z","key":"dev","transport":"http","action":"execute_tool","tool":"fake__echo","decision":"denied","reason":"the API key \"dev\" lacks access to this tool","durationMs":0,"resultBytes":0,` +
+		`"count":240,"firstTime":"2026-12-08T01:00:00Z","lastTime":"2026-12-08T01:00:59Z"}` + "\n"
+	if err := os.WriteFile(filepath.Join(data, "audit", "audit.jsonl"), []byte(line), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr, _ := startGateway(t, data, fakeConfig(t, map[string]string{"fake": backendtest.ModeNormal}, nil), noModelFlags(t)...)
+	ctx, do, eval := newBrowser(t, chromium)
+	poll := poller(t, ctx)
+	do("load /ui/", chromedp.Navigate("http://"+addr+"/ui/"))
+	poll("the recent activity", `document.querySelector('#activity-rows tr[data-key="dev"]') !== null`)
+	var rows []string
+	eval("the recent activity's rows", activityRows, &rows)
+	t.Logf("recent activity:\n%s", strings.Join(rows, "\n"))
+	if !slices.ContainsFunc(rows, func(r string) bool { return strings.HasPrefix(r, "dev | fake__echo | denied ×240 since ") }) {
+		t.Errorf("a record of 240 refusals alike does not say how many and since when (denied ×240 since …):\n%s", strings.Join(rows, "\n"))
 	}
 }

@@ -595,7 +595,10 @@ function renderActivity(ans) {
     el("td", { class: "mono" }, new Date(r.time).toLocaleString()),
     el("td", { class: "mono" }, recordWho(r)),
     el("td", { class: "mono" }, recordWhat(r)),
-    el("td", {}, el("span", { class: "decision-" + r.decision }, r.decision)),
+    // A record that stands for a key's refusals alike (count, firstTime):
+    // how many, since when, as `toolgate audit tail` prints it.
+    el("td", {}, el("span", { class: "decision-" + r.decision }, r.decision),
+      r.count > 0 ? " ×" + r.count + " since " + new Date(r.firstTime).toLocaleString() : null),
     el("td", {}, r.outcome ? el("span", { class: "outcome-" + r.outcome }, r.outcome) : ""),
     // A refusal's or a failure's reason in the errors' colour; an
     // allowed command's (keys create: the scope it gave) as words.

@@ -1363,6 +1363,17 @@ func TestHTTPRoot(t *testing.T) {
 			t.Errorf("GET %s with keys, /ui/ served without OwnAuth: %d %q, want %d", path, code, body, want)
 		}
 	}
+	// A probe's path not in its clean form (a prober's base URL ending in
+	// a slash, "//healthz") is sent to the probe, with keys as without:
+	// with keys it was answered 401 "needs an API key", so a probe that
+	// passes without keys failed with them.
+	for _, path := range []string{"//healthz", "/a/../readyz", "/./healthz"} {
+		for _, o := range []*HTTPOptions{{Extra: extra}, keyed} {
+			if code, loc, body := get(t, o, "GET", path); code/100 != 3 || loc != path[strings.LastIndex(path, "/"):] {
+				t.Errorf("GET %s (keys %v): %d to %q %q, want a redirect to the probe", path, o.Keys != nil, code, loc, body)
+			}
+		}
+	}
 	// Another path says what is served; an HTTP+SSE client's, what to
 	// configure instead.
 	for path, want := range map[string]string{

@@ -95,9 +95,9 @@ type HTTPOptions struct {
 	// Home is where GET / sends a browser (the console's path), or "":
 	// then it says in a line what is served where.
 	Home string
-	// served reports whether a route other than the catch-all serves r
-	// (HTTPHandler sets it; see openProbe).
-	served func(*http.Request) bool
+	// route is the path of the route that serves r, "" for the catch-all
+	// (routeOf; HTTPHandler sets it, see openProbe).
+	route func(*http.Request) string
 }
 
 // DefaultMaxBodyBytes is the default request body cap of the HTTP front.
@@ -266,7 +266,7 @@ func (g *Gateway) HTTPHandler(opts *HTTPOptions) http.Handler {
 		plain.ServeHTTP(w, r)
 	})
 	mux := g.httpMux(o, mcpHandler)
-	o.served = func(r *http.Request) bool { return routeOf(mux.ServeMux, r) != "" }
+	o.route = func(r *http.Request) string { return routeOf(mux.ServeMux, r) }
 	h := g.guard(g.requireKey(mux, o, log), o, log)
 	if o.Wrap != nil {
 		h = o.Wrap(h, func(r *http.Request) string { return routeOf(mux.ServeMux, r) })
@@ -866,12 +866,22 @@ func probe(r *http.Request) bool {
 // catch-all answers 404 with the fix (strip the prefix). Both are open:
 // under a prefix, a gateway with API keys answered it 401, and `toolgate
 // health --addr URL/toolgate` said another program listened there. A path
-// a route serves (one under the console's /ui/, say) is never open.
+// a route serves (one under the console's /ui/, say) is never open, but
+// for a probe's in another form (//healthz, /a/../readyz: a prober's base
+// URL that ends in a slash), which the mux sends to the probe: with keys
+// it was answered 401, without keys with the redirect.
 func (o HTTPOptions) openProbe(r *http.Request) bool {
 	if probe(r) {
 		return true
 	}
-	if r.Method != http.MethodGet && r.Method != http.MethodHead || o.served == nil || o.served(r) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead || o.route == nil {
+		return false
+	}
+	switch o.route(r) {
+	case "/healthz", "/readyz":
+		return true
+	case "":
+	default:
 		return false
 	}
 	p := r.URL.Path

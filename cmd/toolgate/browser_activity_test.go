@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -95,5 +97,79 @@ func TestConsoleActivityInBrowser(t *testing.T) {
 	eval("the status", `window.__status`, &status)
 	if status != 403 {
 		t.Errorf("GET /ui/api/activity with key dev's session: %d, want 403", status)
+	}
+}
+
+// TestConsoleActivityUnsafeTextInBrowser: what a client chose (a tool's
+// name of an execute_tool, echoed in its refusal's reason) reaches the
+// recent activity as text, never as markup, and a control or format
+// character in it (a bidi override that makes "gnp.exe" read "exe.png")
+// shows as its escape, \u202e, as `toolgate audit tail` prints it: the page
+// drew it as it is, so the name read as another.
+func TestConsoleActivityUnsafeTextInBrowser(t *testing.T) {
+	chromium := findChromium(t)
+	data := t.TempDir()
+	addr, _ := startGateway(t, data, fakeConfig(t, map[string]string{"fake": backendtest.ModeNormal}, nil), noModelFlags(t)...)
+
+	cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cs, err := connectKey(cctx, t, addr, "/mcp", "", "unsafe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const name = "fake__<img src=x onerror=\"window.__xss=1\">\u202egnp.exe\x1b[2J"
+	executeTool(t, cctx, cs, name, map[string]any{})
+	auditRecords(t, data, audit.Filter{}, func(rs []audit.Record) bool {
+		return slices.ContainsFunc(rs, func(r audit.Record) bool { return r.Tool == name })
+	})
+
+	ctx, do, eval := newBrowser(t, chromium)
+	poll := poller(t, ctx)
+	do("load /ui/", chromedp.Navigate("http://"+addr+"/ui/"))
+	poll("the recent activity", `document.querySelectorAll("#activity-rows tr[data-decision]").length > 0`)
+	var rows []string
+	eval("the recent activity's rows", activityRows, &rows)
+	t.Logf("recent activity:\n%s", strings.Join(rows, "\n"))
+	var markup bool
+	eval("markup in the rows", `document.querySelector("#activity-rows img") !== null || window.__xss === 1`, &markup)
+	if markup {
+		t.Error("a tool's name in the recent activity was drawn as markup")
+	}
+	want := `fake__<img src=x onerror="window.__xss=1">\u202egnp.exe\x1b[2J`
+	if !slices.ContainsFunc(rows, func(r string) bool { return strings.Contains(r, " | "+want+" | ") }) {
+		t.Errorf("the recent activity does not show the tool's name %q with its control and format characters escaped:\n%s", want, strings.Join(rows, "\n"))
+	}
+	for _, r := range rows {
+		if strings.ContainsAny(r, "\u202e\x1b") {
+			t.Errorf("a control or format character drawn as it is: %q", r)
+		}
+	}
+}
+
+// TestConsoleActivityCoalescedInBrowser: a record that stands for many
+// refusals of a key alike (count, firstTime: a key refused 240 times in a
+// minute) says how many and since when, as `toolgate audit tail` prints it
+// (×240 since …): the recent activity drew it as one refusal.
+func TestConsoleActivityCoalescedInBrowser(t *testing.T) {
+	chromium := findChromium(t)
+	data := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(data, "audit"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	line := `{"time":"2026-12-08T01:00:59Z","key":"dev","transport":"http","action":"execute_tool","tool":"fake__echo","decision":"denied","reason":"the API key \"dev\" lacks access to this tool","durationMs":0,"resultBytes":0,` +
+		`"count":240,"firstTime":"2026-12-08T01:00:00Z","lastTime":"2026-12-08T01:00:59Z"}` + "\n"
+	if err := os.WriteFile(filepath.Join(data, "audit", "audit.jsonl"), []byte(line), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr, _ := startGateway(t, data, fakeConfig(t, map[string]string{"fake": backendtest.ModeNormal}, nil), noModelFlags(t)...)
+	ctx, do, eval := newBrowser(t, chromium)
+	poll := poller(t, ctx)
+	do("load /ui/", chromedp.Navigate("http://"+addr+"/ui/"))
+	poll("the recent activity", `document.querySelector('#activity-rows tr[data-key="dev"]') !== null`)
+	var rows []string
+	eval("the recent activity's rows", activityRows, &rows)
+	t.Logf("recent activity:\n%s", strings.Join(rows, "\n"))
+	if !slices.ContainsFunc(rows, func(r string) bool { return strings.HasPrefix(r, "dev | fake__echo | denied ×240 since ") }) {
+		t.Errorf("a record of 240 refusals alike does not say how many and since when (denied ×240 since …):\n%s", strings.Join(rows, "\n"))
 	}
 }

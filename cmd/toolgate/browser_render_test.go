@@ -55,6 +55,29 @@ func TestConsoleRenderErrorInBrowser(t *testing.T) {
 	var said string
 	eval("the notice", `document.querySelector("#notice").textContent`, &said)
 	t.Logf("embedded state: %s", said)
+	// The page that says so is one a screen reader reads: the notice is a
+	// live region (role status), and axe-core finds nothing serious on it
+	// (the refreshes meanwhile cannot draw either: it stays so).
+	do("spoil the refreshes too", chromedp.Evaluate[chromedp.Void](`window.__break = 1e9`))
+	var role string
+	eval("the notice's role", `document.querySelector("#notice").getAttribute("role")`, &role)
+	if role != "status" {
+		t.Errorf("the notice's role is %q, want status (a live region a screen reader says)", role)
+	}
+	vs, err := runAxe(ctx, axeSource(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range vs {
+		if v.Impact == "serious" || v.Impact == "critical" {
+			t.Errorf("axe-core on the page that cannot draw its state: %s", v)
+		}
+	}
+	eval("the notice", `document.querySelector("#notice").textContent`, &said)
+	if !strings.HasPrefix(said, "Could not show the gateway's state: ") {
+		t.Errorf("axe-core ran on a page that says %q, not the one that cannot draw its state", said)
+	}
+	do("let the refreshes draw", chromedp.Evaluate[chromedp.Void](`window.__break = 0`))
 	poll("the refresh to draw the state and clear the notice", `document.querySelector('#backend-rows tr[data-server="alpha"]') !== null &&
 		document.querySelector("#notice").textContent === ""`)
 

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/pmezard/go-difflib/difflib"
 	"github.com/spf13/cobra"
@@ -285,7 +286,7 @@ func warnReadableStdout(stderr io.Writer, stdout io.Writer, merged []byte) {
 // warnReadableMode says what warnReadable says of the file fi, named name
 // in the warning and path in its chmod command.
 func warnReadableMode(stderr io.Writer, name, path string, fi os.FileInfo, servers map[string]json.RawMessage) {
-	if fi.Mode().Perm()&0o044 == 0 {
+	if fi.Mode().Perm()&0o044 == 0 || !othersReach(path) {
 		return
 	}
 	if secrets := clearSecrets(servers); len(secrets) > 0 {
@@ -379,5 +380,36 @@ func validServers(data []byte, path string) *config.File {
 func warnInvalid(stderr io.Writer, data []byte, from map[string]string) {
 	if _, err := config.Parse(data, "", nil); err != nil {
 		fmt.Fprintf(stderr, "warning: toolgate would not load this config as it is; fix these first:\n%v\n", withSources(err, from))
+	}
+}
+
+// othersReach reports whether another user may reach the file at path: no
+// folder on its way that this user owns lets only its owner through (no
+// search bit for its group or others: 0700, a home folder as Fedora makes
+// it). A file of mode 0644 in such a folder is read by no one else (root
+// aside), and warnReadable said it was. A folder that cannot be looked at
+// counts as letting others through.
+func othersReach(path string) bool {
+	dir, err := filepath.Abs(filepath.Dir(path))
+	if err == nil {
+		dir, err = filepath.EvalSymlinks(dir)
+	}
+	if err != nil {
+		return true
+	}
+	uid := os.Geteuid()
+	for {
+		fi, err := os.Stat(dir)
+		if err != nil {
+			return true
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok && fi.Mode().Perm()&0o011 == 0 && int(st.Uid) == uid {
+			return false
+		}
+		up := filepath.Dir(dir)
+		if up == dir {
+			return true
+		}
+		dir = up
 	}
 }

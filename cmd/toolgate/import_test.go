@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -463,7 +464,7 @@ func TestImportSaysBareVariables(t *testing.T) {
 // in clear into a file others can read. A new file (0600), a file only its
 // owner reads, and values taken from ${VAR} are not warned of.
 func TestImportIntoReadableFile(t *testing.T) {
-	dir := t.TempDir()
+	dir := openFolder(t)
 	src := filepath.Join(dir, "claude_desktop_config.json")
 	writeRaw(t, src, []byte(`{"mcpServers": {"github": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-github"],
 	  "env": {"GITHUB_PERSONAL_ACCESS_TOKEN": "ghp_abcdefghijklmnopqrstuvwxyz0123456789", "LOG_LEVEL": "debug"}},
@@ -532,7 +533,7 @@ func TestImportIntoNotJSON(t *testing.T) {
 // was then readable by every user of the machine, and import said nothing
 // (it warns of the same in a file --into writes to).
 func TestImportToReadableStdout(t *testing.T) {
-	dir := t.TempDir()
+	dir := openFolder(t)
 	src := filepath.Join(dir, "claude_desktop_config.json")
 	writeRaw(t, src, []byte(`{"mcpServers": {"github": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-github"],
 	  "env": {"GITHUB_PERSONAL_ACCESS_TOKEN": "ghp_abcdefghijklmnopqrstuvwxyz0123456789"}},
@@ -567,5 +568,68 @@ func TestImportToReadableStdout(t *testing.T) {
 	}
 	if got := run(0o644, plain); strings.Contains(got, "readable") {
 		t.Errorf("no secret written out, to a file of mode 0644: %s", got)
+	}
+}
+
+// openFolder is a t.TempDir that other users may pass through to a file in
+// it (t.TempDir's is 0700, as is the test's folder above it).
+func openFolder(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, d := range []string{dir, filepath.Dir(dir)} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// A file of mode 0644 in a folder of mode 0700 (a home folder as Fedora
+// makes it, ~/.config/toolgate as toolgate makes it) is read by no other
+// user: they cannot reach it. import warned all the same that it "is
+// readable by other users", at every import into such a folder, by
+// --into as by the shell's redirect; a folder of mode 0750 lets its group
+// through, and the warning stands.
+func TestImportReadableFileInPrivateFolder(t *testing.T) {
+	dir := openFolder(t)
+	src := filepath.Join(dir, "claude_desktop_config.json")
+	writeRaw(t, src, []byte(`{"mcpServers": {"github": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-github"],
+	  "env": {"GITHUB_PERSONAL_ACCESS_TOKEN": "ghp_abcdefghijklmnopqrstuvwxyz0123456789"}}}}`), false)
+	for _, tc := range []struct {
+		folder os.FileMode
+		warns  bool
+	}{{0o700, false}, {0o711, true}, {0o750, true}} {
+		sub := filepath.Join(dir, fmt.Sprintf("folder%04o", tc.folder), "inner")
+		if err := os.MkdirAll(sub, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(filepath.Dir(sub), tc.folder); err != nil {
+			t.Fatal(err)
+		}
+		into, out := filepath.Join(sub, "toolgate.json"), filepath.Join(sub, "servers.json")
+		writeRaw(t, into, []byte(`{"mcpServers": {}}`), false)
+		f, err := os.OpenFile(out, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range []string{into, out} {
+			if err := os.Chmod(p, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var stdout, stderr bytes.Buffer
+		if err := runImport(&stdout, &stderr, []string{src}, importFlags{into: into}); err != nil {
+			t.Fatalf("import --into: %v\n%s", err, stderr.String())
+		}
+		if err := runImport(f, &stderr, []string{src}, importFlags{}); err != nil {
+			t.Fatalf("import > %s: %v\n%s", out, err, stderr.String())
+		}
+		f.Close()
+		got := stderr.String()
+		for _, p := range []string{into, out} {
+			if said := strings.Contains(got, "warning: "+p); said != tc.warns {
+				t.Errorf("a file of mode 0644 under a folder of mode %04o: warned of %s %v, want %v:\n%s", tc.folder, p, said, tc.warns, got)
+			}
+		}
 	}
 }

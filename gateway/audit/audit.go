@@ -388,17 +388,26 @@ func (l *Log) Path() string { return l.path }
 // first, read as `toolgate audit tail` reads them (Reader: the rotated
 // files too, up to MaxFiles), each masked and cut again as Write masks and
 // cuts a record (a line of a toolgate that masked less, or one edited by
-// hand, shows no more than a record written now). The console's recent
-// activity reads it.
+// hand, shows no more than a record written now), its arguments masked as
+// the gateway masks them before Write (but for the config's own secret
+// values, which the log does not know). The console's recent activity
+// reads it.
 func (l *Log) Tail(n int) ([]Record, error) {
 	rd := NewReader(l.path, l.opts.MaxFiles, Filter{})
 	defer rd.Close()
 	recs, err := rd.Tail(n)
 	for i := range recs {
+		if recs[i].Arguments != nil {
+			recs[i].Arguments = argumentsMask.Value(recs[i].Arguments)
+		}
 		recs[i].clip()
 	}
 	return recs, err
 }
+
+// argumentsMask masks the arguments Tail hands on: the shapes of
+// credentials, and the fields named like secrets.
+var argumentsMask = mask.New(nil)
 
 // Stats returns the counters as of now.
 func (l *Log) Stats() Stats {

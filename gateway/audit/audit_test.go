@@ -869,3 +869,28 @@ func TestKeysMaskedInEveryField(t *testing.T) {
 		}
 	}
 }
+
+// TestLogTailMasksArguments: Log.Tail (the console's recent activity, to
+// an admin key over HTTP, who may have no shell on the machine) masks a
+// record's arguments again as the gateway masks them before Write (a
+// field named like a secret hidden whole, a credential's shape in any
+// string), as it masks the text fields: a line of a toolgate that masked
+// less, or one edited by hand, handed its arguments on as stored.
+func TestLogTailMasksArguments(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	line := `{"time":"2026-12-08T02:00:00Z","key":"k","action":"execute_tool","tool":"x__y","decision":"allowed","outcome":"ok",` +
+		`"arguments":{"password":"hunter2hunter2","note":"use tg_HiENJkK5nfyUtf_oRm4lJwIVIxN3CLH7utgW8gKQcBs","n":3},"durationMs":0,"resultBytes":0}` + "\n"
+	if err := os.WriteFile(path, []byte(line), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	l := Open(path, nil)
+	defer l.Close()
+	recs, err := l.Tail(1)
+	if err != nil || len(recs) != 1 {
+		t.Fatalf("Tail(1) = %+v, %v", recs, err)
+	}
+	b, _ := json.Marshal(recs[0].Arguments)
+	if got := string(b); strings.Contains(got, "hunter2") || strings.Contains(got, "HiENJkK5") || !strings.Contains(got, `"n":3`) {
+		t.Errorf("a record's arguments through Tail: %s, want the password and the key's secret masked, the rest kept", got)
+	}
+}

@@ -2,10 +2,14 @@ package console
 
 import (
 	"encoding/json"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/toolgate/toolgate/gateway/audit"
 	"github.com/toolgate/toolgate/gateway/audit/audittest"
@@ -105,4 +109,59 @@ func TestActivity(t *testing.T) {
 	if resp, body := none.do(t, "GET", "/ui/api/activity", ""); resp.StatusCode != 404 {
 		t.Errorf("activity of a console without an audit log: %d %s, want 404", resp.StatusCode, body)
 	}
+}
+
+// blockingActivity is an audit log whose reads wait for release, counting
+// them: three records, oldest first.
+type blockingActivity struct {
+	calls   atomic.Int32
+	release chan struct{}
+}
+
+func (a *blockingActivity) Tail(n int) ([]audit.Record, error) {
+	a.calls.Add(1)
+	<-a.release
+	t0 := time.Date(2026, 12, 8, 1, 0, 0, 0, time.UTC)
+	recs := []audit.Record{{Time: t0, Key: "a"}, {Time: t0.Add(time.Second), Key: "b"}, {Time: t0.Add(2 * time.Second), Key: "c"}}
+	return recs[max(0, len(recs)-n):], nil
+}
+
+// TestActivityReadsShared: the requests for the recent activity that come
+// while a read of the log for as many records is out share that read: a
+// read goes through the log's newest file (the rotated ones too just after
+// a rotation, a second or so), and the page's Refresh button pressed
+// again aborts its request, not the read, so each press read the whole
+// log again beside the others (four at once took 4.9 s each on two
+// cores). Each gets the records newest first; a request after the read
+// reads again.
+func TestActivityReadsShared(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		act := &blockingActivity{release: make(chan struct{})}
+		h := New(&Options{Backends: &fakeBackends{}, Catalog: fakeCatalog{}, Loop: fakeLoop{}, Activity: act}).Handler()
+		get := func(bodies chan<- string) {
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest("GET", "/ui/api/activity", nil))
+			bodies <- rec.Body.String()
+		}
+		bodies := make(chan string, 3)
+		for range 3 {
+			go get(bodies)
+		}
+		synctest.Wait() // each request is waiting for a read
+		if n := act.calls.Load(); n != 1 {
+			t.Errorf("three requests at once: %d reads of the log, want 1 they share", n)
+		}
+		close(act.release)
+		for range 3 {
+			var ans ActivityAnswer
+			if body := <-bodies; json.Unmarshal([]byte(body), &ans) != nil || len(ans.Records) != 3 || ans.Records[0].Key != "c" || ans.Records[2].Key != "a" {
+				t.Errorf("a request sharing a read: %s, want the three records newest first", body)
+			}
+		}
+		go get(bodies)
+		<-bodies
+		if n := act.calls.Load(); n != 2 {
+			t.Errorf("a request after the read: %d reads in all, want 2", n)
+		}
+	})
 }

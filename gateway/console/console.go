@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/klauspost/compress/gzhttp"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/toolgate/toolgate/gateway"
 	"github.com/toolgate/toolgate/gateway/audit"
@@ -210,6 +211,10 @@ type Console struct {
 	sessions *sessions
 	page     *template.Template
 	files    http.Handler
+	// reads are the recent activity's reads of the audit log, one per
+	// number of records asked for, shared by the requests that come while
+	// it is out (serveActivity).
+	reads singleflight.Group
 }
 
 // New returns a console over opts.
@@ -787,11 +792,16 @@ func (c *Console) serveActivity(w http.ResponseWriter, r *http.Request, caller *
 		}
 		n = i
 	}
-	recs, err := c.o.Activity.Tail(n)
+	// A read goes through the log's newest file (the rotated ones too
+	// just after a rotation: a second or so): the requests that come
+	// while one for as many records is out share it, as a Refresh button
+	// pressed again aborts its request, not the read.
+	v, err, _ := c.reads.Do(strconv.Itoa(n), func() (any, error) { return c.o.Activity.Tail(n) })
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, "read the audit log: "+err.Error())
 		return
 	}
+	recs := slices.Clone(v.([]audit.Record)) // shared: reversed on a copy
 	slices.Reverse(recs)
 	if recs == nil {
 		recs = []audit.Record{}

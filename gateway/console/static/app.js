@@ -560,17 +560,31 @@ function syncActivity(st) {
   activityShown = on;
 }
 
+// escaped is s with each control or format character but newline and
+// tab written as its escape (\x1b, \u202e), as `toolgate audit tail`
+// prints a record (termtext.Escape): a record holds what a client chose (a
+// tool's name, a path, echoed in a reason), and a bidi override in it
+// drawn as it is made "gnp.exe" read "exe.png".
+function escaped(s) {
+  return String(s).replace(/[\p{Cc}\p{Cf}]/gu, (c) => {
+    if (c === "\n" || c === "\t") return c;
+    const n = c.codePointAt(0);
+    return n < 0x80 ? "\\x" + n.toString(16).padStart(2, "0") :
+      n <= 0xffff ? "\\u" + n.toString(16).padStart(4, "0") : "\\U" + n.toString(16).padStart(8, "0");
+  });
+}
+
 // who made a record's request: its API key, else how it came (stdio,
 // http and the address, a command of the cli).
 function recordWho(r) {
-  return r.key || [r.transport, r.remote].filter(Boolean).join(" ") || "–";
+  return escaped(r.key || [r.transport, r.remote].filter(Boolean).join(" ") || "–");
 }
 
 // what a record's request asked: the tool run, else the action (and the
 // server it acted on, the route of a request refused before MCP).
 function recordWhat(r) {
-  if (r.tool) return r.tool;
-  return [r.action, r.server, r.action === "http" ? r.route : ""].filter(Boolean).join(" ");
+  if (r.tool) return escaped(r.tool);
+  return escaped([r.action, r.server, r.action === "http" ? r.route : ""].filter(Boolean).join(" "));
 }
 
 function renderActivity(ans) {
@@ -581,11 +595,14 @@ function renderActivity(ans) {
     el("td", { class: "mono" }, new Date(r.time).toLocaleString()),
     el("td", { class: "mono" }, recordWho(r)),
     el("td", { class: "mono" }, recordWhat(r)),
-    el("td", {}, el("span", { class: "decision-" + r.decision }, r.decision)),
+    // A record that stands for a key's refusals alike (count, firstTime):
+    // how many, since when, as `toolgate audit tail` prints it.
+    el("td", {}, el("span", { class: "decision-" + r.decision }, r.decision),
+      r.count > 0 ? " ×" + r.count + " since " + new Date(r.firstTime).toLocaleString() : null),
     el("td", {}, r.outcome ? el("span", { class: "outcome-" + r.outcome }, r.outcome) : ""),
     // A refusal's or a failure's reason in the errors' colour; an
     // allowed command's (keys create: the scope it gave) as words.
-    el("td", { class: r.decision === "allowed" && (!r.outcome || r.outcome === "ok") ? "why" : "err" }, r.reason || ""))) :
+    el("td", { class: r.decision === "allowed" && (!r.outcome || r.outcome === "ok") ? "why" : "err" }, escaped(r.reason || "")))) :
     [el("tr", {}, el("td", { colspan: 6, class: "muted" }, "No records in the audit log yet."))]));
   keyboardScroll();
 }

@@ -232,3 +232,33 @@ func TestOtherRefusalsCannotHideAKnownTool(t *testing.T) {
 		t.Errorf("%d records in full, want %d: the 32 kinds and the two tools that exist; the other made-up names counted", len(full), DefaultCoalesceKinds+2)
 	}
 }
+
+// A record that stands for refusals from firstTime to lastTime (its time)
+// is in a span of --since/--until that any part of it overlaps: before,
+// --until between its first and last refusal left it out (its time is the
+// last), so `audit tail --until 10:00:30` showed the first refusal of
+// 10:00:01 alone and none of the 500 counted after it up to 10:00:59.
+func TestFilterSpanOverlapsSummary(t *testing.T) {
+	at := func(s int) time.Time { return time.Date(2026, 12, 8, 10, 0, s, 0, time.UTC) }
+	sum := Record{Time: at(59), Key: "mallory", Decision: Denied, Count: 500, FirstTime: at(2), LastTime: at(59)}
+	for _, tc := range []struct {
+		since, until time.Time
+		want         bool
+	}{
+		{time.Time{}, at(30), true},
+		{at(30), at(40), true},
+		{at(30), time.Time{}, true},
+		{time.Time{}, at(2), false}, // Until is out
+		{at(60), time.Time{}, false},
+		{time.Time{}, at(1), false},
+	} {
+		if got := (Filter{Since: tc.since, Until: tc.until}).Match(sum); got != tc.want {
+			t.Errorf("since %s until %s: match %v, want %v", tc.since.Format(time.TimeOnly), tc.until.Format(time.TimeOnly), got, tc.want)
+		}
+	}
+	// A record in full is matched on its time alone.
+	one := Record{Time: at(59), Decision: Denied}
+	if (Filter{Until: at(30)}).Match(one) {
+		t.Error("a record of 10:00:59 matched --until 10:00:30")
+	}
+}

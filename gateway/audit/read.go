@@ -28,7 +28,8 @@ type Filter struct {
 	// effect (its route's, its session's) or its API key's.
 	Profile string
 	// Since and Until bound the record's time (zero: unbounded): Since is
-	// in, Until out.
+	// in, Until out. A record that stands for several (Count) matches
+	// when its span, FirstTime to its time, overlaps them.
 	Since, Until time.Time
 	// Decisions and Outcomes, when not empty, are those a record must
 	// have one of (Allowed …, OK …).
@@ -42,10 +43,19 @@ func (f Filter) Match(r Record) bool {
 	return (f.Key == "" || r.Key == f.Key || ManagedKeyOf(r) == f.Key) && (f.Tool == "" || r.Tool == f.Tool || r.Action == f.Tool) &&
 		(f.Server == "" || r.Server == f.Server || strings.HasPrefix(r.Tool, f.Server+"__")) &&
 		(f.Profile == "" || r.Profile == f.Profile || r.KeyProfile == f.Profile) &&
-		(f.Since.IsZero() || !r.Time.Before(f.Since)) && (f.Until.IsZero() || r.Time.Before(f.Until)) &&
+		(f.Since.IsZero() || !r.Time.Before(f.Since)) && (f.Until.IsZero() || r.firstTime().Before(f.Until)) &&
 		(len(f.Decisions) == 0 || slices.Contains(f.Decisions, r.Decision)) &&
 		(len(f.Outcomes) == 0 || slices.Contains(f.Outcomes, r.Outcome)) &&
 		(f.Config == "" || r.Config == f.Config)
+}
+
+// firstTime is the time of the earliest request r stands for: its
+// FirstTime when it counts several, else its time.
+func (r Record) firstTime() time.Time {
+	if r.Count > 0 && !r.FirstTime.IsZero() && r.FirstTime.Before(r.Time) {
+		return r.FirstTime
+	}
+	return r.Time
 }
 
 // The actions of the keys commands' records, which name the key they

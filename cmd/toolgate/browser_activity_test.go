@@ -12,6 +12,7 @@ import (
 
 	"github.com/toolgate/toolgate/gateway/audit"
 	"github.com/toolgate/toolgate/gateway/backend/backendtest"
+	"github.com/toolgate/toolgate/internal/dirs"
 )
 
 // activityRows are the recent activity's rows: who, what, decision,
@@ -95,5 +96,40 @@ func TestConsoleActivityInBrowser(t *testing.T) {
 	eval("the status", `window.__status`, &status)
 	if status != 403 {
 		t.Errorf("GET /ui/api/activity with key dev's session: %d, want 403", status)
+	}
+}
+
+// TestConsoleActivityShowsCount: a record that stands for an API key's
+// refusals alike (count, firstTime) shows how many and since when in the
+// recent activity, as `audit tail` prints ×N since FIRST. Before, its row
+// read as one refusal at its lastTime: 500 refusals of a minute looked
+// like one.
+func TestConsoleActivityShowsCount(t *testing.T) {
+	chromium := findChromium(t)
+	data := t.TempDir()
+	admin := createKey(t, data, "--name", "ops", "--admin")
+	addr, _ := startGateway(t, data, fakeConfig(t, map[string]string{"fake": backendtest.ModeNormal}, nil), noModelFlags(t)...)
+	first := time.Now().Add(-time.Minute).UTC()
+	for _, r := range []audit.Record{
+		{Time: first, Key: "mallory", Transport: "http", Action: "execute_tool", Tool: "fake__echo", Decision: audit.Denied, Reason: "outside the key's scope"},
+		{Time: first.Add(59 * time.Second), Key: "mallory", Transport: "http", Action: "execute_tool", Tool: "fake__echo", Decision: audit.Denied, Reason: "outside the key's scope",
+			Count: 500, FirstTime: first.Add(time.Second), LastTime: first.Add(59 * time.Second)},
+	} {
+		if err := audit.Append(dirs.Audit(data), r); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	ctx, do, eval := newBrowser(t, chromium)
+	poll := poller(t, ctx)
+	do("log in as ops (admin)", chromedp.Navigate("http://"+addr+"/ui/"), chromedp.WaitVisible(`#login-key`),
+		chromedp.SendKeys(`#login-key`, admin), chromedp.Click(`#login-form button[type=submit]`),
+		chromedp.WaitVisible(`#backend-rows tr[data-server="fake"]`))
+	poll("mallory's rows", `document.querySelectorAll("#activity-rows tr[data-key=mallory]").length === 2`)
+	var whens []string
+	eval("the rows' times", `[...document.querySelectorAll("#activity-rows tr[data-key=mallory]")].map((r) => r.cells[0].textContent)`, &whens)
+	t.Logf("mallory's rows' times: %q", whens)
+	if len(whens) != 2 || !strings.Contains(whens[0], "×500 since ") || strings.Contains(whens[1], "×") {
+		t.Errorf("mallory's rows' times %q: want the newest (the summary) to say ×500 since its first refusal, the one in full no count", whens)
 	}
 }

@@ -578,7 +578,10 @@ function renderActivity(ans) {
   $("activity-summary").textContent = (recs.length < ans.limit ? count(recs.length, "record") : "the last " + count(recs.length, "record")) +
     ", as of " + new Date().toLocaleTimeString();
   $("activity-rows").replaceChildren(...(recs.length ? recs.map((r) => el("tr", { "data-decision": r.decision, "data-key": r.key || "" },
-    el("td", { class: "mono" }, new Date(r.time).toLocaleString()),
+    // A record that stands for a key's refusals alike: how many, from
+    // when (its time is the last one's), as audit tail prints it.
+    el("td", { class: "mono" }, new Date(r.time).toLocaleString(),
+      r.count ? el("div", { class: "muted" }, "×" + r.count + " since " + new Date(r.firstTime || r.time).toLocaleString()) : null),
     el("td", { class: "mono" }, recordWho(r)),
     el("td", { class: "mono" }, recordWhat(r)),
     el("td", {}, el("span", { class: "decision-" + r.decision }, r.decision)),

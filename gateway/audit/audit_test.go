@@ -821,6 +821,17 @@ func TestTailNewestFirstAcrossRotations(t *testing.T) {
 	if r := <-got; r.ResultBytes != 6 {
 		t.Errorf("followed %+v, want the record written after the tail (none of the rotated files again)", r)
 	}
+	// A rotation after: the followed file moves to .1, read to its end,
+	// and the new one is followed; no file read before comes again.
+	if _, err := Rotate(path, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := Append(path, Record{Action: "execute_tool", Decision: Allowed, ResultBytes: 7}); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-got; r.ResultBytes != 7 {
+		t.Errorf("followed %+v after a rotation, want the record written to the new file", r)
+	}
 }
 
 // BenchmarkTail is `audit tail` (its last 20 records, and those of one

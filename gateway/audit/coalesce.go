@@ -18,7 +18,8 @@ import (
 // and when the window ends one record with Count, FirstTime and LastTime
 // stands for them. A key that varies the tool or the reason opens at most
 // CoalesceKinds kinds a window; its other refusals of names the gateway
-// does not have (Record.Unlisted) share one record per decision. Allowed calls are never coalesced: each is evidence of its own.
+// does not have (Record.Unlisted) share one record per decision, action
+// and status, after the first of each written in full. Allowed calls are never coalesced: each is evidence of its own.
 
 // Defaults of Options' coalescing.
 const (
@@ -57,7 +58,7 @@ type kind struct {
 	route, profile, keyProfile, config, managedKey                  string
 	status                                                          int
 	// other is the key's refusals past its kinds in the window, of one
-	// decision: only key and decision are set.
+	// decision, action and status: only those and key are set.
 	other bool
 }
 
@@ -115,19 +116,26 @@ func (c *coalescer) add(r *Record, at time.Time) bool {
 	// Only a name a client made up goes to the key's other refusals: a
 	// refusal of a tool that exists opens a kind of its own, however many
 	// the key has (there are as many as the catalog's tools at most).
+	// The other refusals are grouped by decision, action and status,
+	// which the gateway's code sets (a handful), and the first of each
+	// group is written in full: a revoked key's first 401 after its
+	// made-up tools is in the file at once, not a minute later among them.
 	if c.perKey[r.Key] >= c.kinds && r.Unlisted {
-		o := kind{key: r.Key, decision: r.Decision, other: true}
+		o := kind{key: r.Key, decision: r.Decision, action: r.Action, status: r.Status, other: true}
 		g := c.groups[o]
 		if g != nil && !at.Before(g.opened.Add(c.window)) {
 			c.close(o, g)
 			g = nil
 		}
-		if g == nil {
-			g = &group{opened: at}
-			c.groups[o] = g
+		if g != nil {
+			c.fold(g, r)
+			return true
 		}
-		c.fold(g, r)
-		return true
+		if len(c.groups) >= maxGroups {
+			return false
+		}
+		c.groups[o] = &group{opened: at}
+		return false
 	}
 	if len(c.groups) >= maxGroups {
 		return false

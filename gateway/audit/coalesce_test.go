@@ -26,7 +26,7 @@ func TestRefusalFloodKeepsOthersRecords(t *testing.T) {
 		records int
 	}{
 		{"same tool", func(int) string { return "memory__delete_entities" }, false, 2},
-		{"a made-up tool each", func(i int) string { return fmt.Sprintf("nosuch__x%d", i) }, true, DefaultCoalesceKinds + 1},
+		{"a made-up tool each", func(i int) string { return fmt.Sprintf("nosuch__x%d", i) }, true, DefaultCoalesceKinds + 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l, path, _ := openLog(t, &Options{MaxFileBytes: 64 << 10, MaxFiles: 1})
@@ -228,8 +228,8 @@ func TestOtherRefusalsCannotHideAKnownTool(t *testing.T) {
 			t.Errorf("refusal of %s not written in full after 32 kinds of made-up names; written in full: %v", want, full)
 		}
 	}
-	if len(full) != DefaultCoalesceKinds+2 {
-		t.Errorf("%d records in full, want %d: the 32 kinds and the two tools that exist; the other made-up names counted", len(full), DefaultCoalesceKinds+2)
+	if len(full) != DefaultCoalesceKinds+3 {
+		t.Errorf("%d records in full, want %d: the 32 kinds, the two tools that exist and the first other made-up name; the rest counted", len(full), DefaultCoalesceKinds+3)
 	}
 }
 
@@ -260,5 +260,42 @@ func TestFilterSpanOverlapsSummary(t *testing.T) {
 	one := Record{Time: at(59), Decision: Denied}
 	if (Filter{Until: at(30)}).Match(one) {
 		t.Error("a record of 10:00:59 matched --until 10:00:30")
+	}
+}
+
+// A key revoked after it used its kinds on made-up names: the first
+// request it sends then (refused before MCP, 401, a path the client
+// chose) is written in full at once, not counted into the record of its
+// made-up names for a minute. Each action and status of a key's other
+// refusals writes its first in full; the rest are counted. Probed before:
+// the revoked key's 401s were "12 more refusals (denied)" a minute later,
+// with its made-up tools.
+func TestRevokedAfterKindsWrittenAtOnce(t *testing.T) {
+	l, path, _ := openLog(t, nil)
+	now := time.Now()
+	for i := range DefaultCoalesceKinds + 5 {
+		l.Write(Record{Time: now, Key: "mallory", Action: "execute_tool", Tool: fmt.Sprintf("nosuch__x%d", i), Decision: Denied, Reason: "outside the key's scope", Unlisted: true})
+	}
+	revoked := Record{Time: now, Key: "mallory", Action: "http", Route: "POST /mcp", Decision: Denied, Status: 401, Reason: "the API key was revoked", Unlisted: true}
+	for range 3 {
+		l.Write(revoked)
+	}
+	// Read before the log closes (no summary yet), once alice's record,
+	// queued after them, is in the file.
+	l.Write(Record{Time: now, Key: "alice", Action: "search_tools", Decision: Allowed, Outcome: OK})
+	for len(readAll(t, path, Filter{Key: "alice"})) == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	recs := readAll(t, path, Filter{Key: "mallory", Decisions: []string{Denied}})
+	if !slices.ContainsFunc(recs, func(r Record) bool { return r.Status == 401 && r.Count == 0 }) {
+		t.Errorf("the revoked key's 401 not written at once after its %d kinds", DefaultCoalesceKinds)
+	}
+	l.Close()
+	stood := 0
+	for _, r := range readAll(t, path, Filter{Key: "mallory"}) {
+		stood += max(r.Count, 1)
+	}
+	if stood != DefaultCoalesceKinds+8 {
+		t.Errorf("mallory's records stand for %d refusals, want %d", stood, DefaultCoalesceKinds+8)
 	}
 }

@@ -19,7 +19,8 @@ import (
 // stands for them. A key that varies the tool or the reason opens at most
 // CoalesceKinds kinds a window; its other refusals of names the gateway
 // does not have (Record.Unlisted) share one record per decision, action
-// and status, after the first of each written in full. Allowed calls are never coalesced: each is evidence of its own.
+// and status, after the first of each written in full. Allowed calls are
+// never coalesced: each is evidence of its own.
 
 // Defaults of Options' coalescing.
 const (

@@ -44,6 +44,9 @@ type callNote struct {
 	// the gateway does not have): its record is coalesced as a refusal's
 	// (audit.Record.Refused).
 	refused bool
+	// unlisted says the call named a tool the gateway does not have (a
+	// name the client chose): audit.Record.Unlisted.
+	unlisted bool
 }
 
 // Note is audit.Noter's: the management tools say through it what they act on.
@@ -94,6 +97,7 @@ func (g *Gateway) audited(action string, h mcp.ToolHandler) mcp.ToolHandler {
 			ArgumentsSHA256: audit.HashArguments(args),
 			OutputMismatch:  n.output,
 			Refused:         n.refused,
+			Unlisted:        n.unlisted,
 		}
 		if r.Decision == "" {
 			r.Decision = audit.Allowed
@@ -131,6 +135,7 @@ func (g *Gateway) auditRefusedCall(ctx context.Context, req *mcp.CallToolRequest
 		Time:       start,
 		Action:     audit.ToolsCall,
 		Tool:       req.Params.Name,
+		Unlisted:   true,
 		Decision:   audit.Allowed,
 		Outcome:    audit.IsError,
 		Reason:     reason,

@@ -95,7 +95,7 @@ func (g *Gateway) handleExecute(ctx context.Context, req *mcp.CallToolRequest) (
 	if !ok && g.awaitTool(ctx, caller, a.Name) {
 		a.Name, tool, ok = g.lookup(caller, a.Name)
 	}
-	note.tool = a.Name
+	note.tool, note.unlisted = a.Name, !ok
 	if g.opts.Policy != nil {
 		t := tool
 		if !ok { // a name the catalog lacks may still have a reason (a removed server)

@@ -283,6 +283,7 @@ func (g *Gateway) auditRefused(r *http.Request, e keys.Entry, status int, decisi
 		Reason:     reason,
 		Route:      r.Method + " " + r.URL.Path,
 		Status:     status,
+		Unlisted:   true, // the path is the client's
 	})
 }
 

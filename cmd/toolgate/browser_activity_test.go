@@ -14,6 +14,7 @@ import (
 
 	"github.com/toolgate/toolgate/gateway/audit"
 	"github.com/toolgate/toolgate/gateway/backend/backendtest"
+	"github.com/toolgate/toolgate/internal/dirs"
 )
 
 // activityRows are the recent activity's rows: who, what, decision,
@@ -171,5 +172,40 @@ func TestConsoleActivityCoalescedInBrowser(t *testing.T) {
 	t.Logf("recent activity:\n%s", strings.Join(rows, "\n"))
 	if !slices.ContainsFunc(rows, func(r string) bool { return strings.HasPrefix(r, "dev | fake__echo | denied ×240 since ") }) {
 		t.Errorf("a record of 240 refusals alike does not say how many and since when (denied ×240 since …):\n%s", strings.Join(rows, "\n"))
+	}
+}
+
+// TestConsoleActivityShowsCount: a record that stands for an API key's
+// refusals alike (count, firstTime) shows how many and since when in the
+// recent activity, as `audit tail` prints ×N since FIRST. Before, its row
+// read as one refusal at its lastTime: 500 refusals of a minute looked
+// like one.
+func TestConsoleActivityShowsCount(t *testing.T) {
+	chromium := findChromium(t)
+	data := t.TempDir()
+	admin := createKey(t, data, "--name", "ops", "--admin")
+	addr, _ := startGateway(t, data, fakeConfig(t, map[string]string{"fake": backendtest.ModeNormal}, nil), noModelFlags(t)...)
+	first := time.Now().Add(-time.Minute).UTC()
+	for _, r := range []audit.Record{
+		{Time: first, Key: "mallory", Transport: "http", Action: "execute_tool", Tool: "fake__echo", Decision: audit.Denied, Reason: "outside the key's scope"},
+		{Time: first.Add(59 * time.Second), Key: "mallory", Transport: "http", Action: "execute_tool", Tool: "fake__echo", Decision: audit.Denied, Reason: "outside the key's scope",
+			Count: 500, FirstTime: first.Add(time.Second), LastTime: first.Add(59 * time.Second)},
+	} {
+		if err := audit.Append(dirs.Audit(data), r); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	ctx, do, eval := newBrowser(t, chromium)
+	poll := poller(t, ctx)
+	do("log in as ops (admin)", chromedp.Navigate("http://"+addr+"/ui/"), chromedp.WaitVisible(`#login-key`),
+		chromedp.SendKeys(`#login-key`, admin), chromedp.Click(`#login-form button[type=submit]`),
+		chromedp.WaitVisible(`#backend-rows tr[data-server="fake"]`))
+	poll("mallory's rows", `document.querySelectorAll("#activity-rows tr[data-key=mallory]").length === 2`)
+	var decisions []string
+	eval("the rows' decisions", `[...document.querySelectorAll("#activity-rows tr[data-key=mallory]")].map((r) => r.cells[3].textContent)`, &decisions)
+	t.Logf("mallory's rows' decisions: %q", decisions)
+	if len(decisions) != 2 || !strings.HasPrefix(decisions[0], "denied ×500 since ") || strings.Contains(decisions[1], "×") {
+		t.Errorf("mallory's rows' decisions %q: want the newest (the summary) to say ×500 since its first refusal, the one in full no count", decisions)
 	}
 }

@@ -152,6 +152,14 @@ type Record struct {
 	// though its decision is allowed (an execute_tool of a tool it does
 	// not have): coalesced as a refusal is. Not stored.
 	Refused bool `json:"-"`
+	// Unlisted marks a refusal of a name the gateway does not have: a
+	// tool a client made up, a path of a request refused before MCP. A
+	// client chooses such names freely, so only they are counted into a
+	// key's other refusals once it has CoalesceKinds kinds in a window;
+	// a refusal of a tool that exists (a quarantined one, one outside the
+	// key's scope, a management tool) always has a kind of its own. Not
+	// stored.
+	Unlisted bool `json:"-"`
 }
 
 // Field caps: what a client chooses (a User-Agent, a session id, a tool
@@ -267,6 +275,9 @@ type Options struct {
 	// the API key that wrote the most of the file just rotated, and
 	// counted (Stats.RotatedEarly).
 	MinRetention time.Duration
+
+	// clock is now (nil = time.Now): a test's, to step it.
+	clock func() time.Time
 }
 
 // Storage is the data folder's health as the log uses it (serve passes an
@@ -381,6 +392,14 @@ func Open(path string, opts *Options) *Log {
 	return l
 }
 
+// now is the time as the log reads it (Options.clock).
+func (l *Log) now() time.Time {
+	if l.opts.clock != nil {
+		return l.opts.clock()
+	}
+	return time.Now()
+}
+
 // Path is the file written.
 func (l *Log) Path() string { return l.path }
 
@@ -438,7 +457,7 @@ func (l *Log) Write(r Record) {
 	}
 	// Under the read lock: Close waits for it, and the writer then writes
 	// every group's summary.
-	if l.co != nil && coalescible(&r) && l.co.add(&r) {
+	if l.co != nil && coalescible(&r) && l.co.add(&r, l.now()) {
 		return
 	}
 	select {
@@ -564,7 +583,7 @@ func (l *Log) run() {
 // writeSummaries writes the records of the coalesced refusals whose
 // window ended (all of them, as the log closes).
 func (l *Log) writeSummaries(all bool) {
-	if s := l.co.due(time.Now(), all); len(s) > 0 {
+	if s := l.co.due(l.now(), all); len(s) > 0 {
 		l.writeBatch(s)
 	}
 }

@@ -17,8 +17,10 @@ import (
 // window (the same key, action, tool, decision, reason …) is only counted,
 // and when the window ends one record with Count, FirstTime and LastTime
 // stands for them. A key that varies the tool or the reason opens at most
-// CoalesceKinds kinds a window; its other refusals share one record per
-// decision. Allowed calls are never coalesced: each is evidence of its own.
+// CoalesceKinds kinds a window; its other refusals of names the gateway
+// does not have (Record.Unlisted) share one record per decision, action
+// and status, after the first of each written in full. Allowed calls are
+// never coalesced: each is evidence of its own.
 
 // Defaults of Options' coalescing.
 const (
@@ -57,7 +59,7 @@ type kind struct {
 	route, profile, keyProfile, config, managedKey                  string
 	status                                                          int
 	// other is the key's refusals past its kinds in the window, of one
-	// decision: only key and decision are set.
+	// decision, action and status: only those and key are set.
 	other bool
 }
 
@@ -67,8 +69,8 @@ func kindOf(r *Record) kind {
 		managedKey: r.ManagedKey, status: r.Status}
 }
 
-// group is one kind's refusals in the window that began at opened (the
-// time of the one written in full).
+// group is one kind's refusals in the window that began at opened (when
+// the one written in full reached the log, by the gateway's clock).
 type group struct {
 	opened time.Time
 	// first and latest are the earliest and latest times counted (calls
@@ -97,36 +99,49 @@ func newCoalescer(window time.Duration, kinds int) *coalescer {
 
 // add reports whether r was counted into a group (not to be written now).
 // A refusal that opens a group is written: the first of each kind is in
-// the file at once.
-func (c *coalescer) add(r *Record) bool {
+// the file at once. at is when r reached the log, by the gateway's own
+// clock (time.Now, monotonic): a window is a span of elapsed time, so a
+// step of the wall clock (r.Time) neither holds one open for an hour nor
+// closes it early.
+func (c *coalescer) add(r *Record, at time.Time) bool {
 	k := kindOf(r)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if g := c.groups[k]; g != nil {
-		if r.Time.Before(g.opened.Add(c.window)) {
+		if at.Before(g.opened.Add(c.window)) {
 			c.fold(g, r)
 			return true
 		}
 		c.close(k, g)
 	}
-	if c.perKey[r.Key] >= c.kinds {
-		o := kind{key: r.Key, decision: r.Decision, other: true}
+	// Only a name a client made up goes to the key's other refusals: a
+	// refusal of a tool that exists opens a kind of its own, however many
+	// the key has (there are as many as the catalog's tools at most).
+	// The other refusals are grouped by decision, action and status,
+	// which the gateway's code sets (a handful), and the first of each
+	// group is written in full: a revoked key's first 401 after its
+	// made-up tools is in the file at once, not a minute later among them.
+	if c.perKey[r.Key] >= c.kinds && r.Unlisted {
+		o := kind{key: r.Key, decision: r.Decision, action: r.Action, status: r.Status, other: true}
 		g := c.groups[o]
-		if g != nil && !r.Time.Before(g.opened.Add(c.window)) {
+		if g != nil && !at.Before(g.opened.Add(c.window)) {
 			c.close(o, g)
 			g = nil
 		}
-		if g == nil {
-			g = &group{opened: r.Time}
-			c.groups[o] = g
+		if g != nil {
+			c.fold(g, r)
+			return true
 		}
-		c.fold(g, r)
-		return true
+		if len(c.groups) >= maxGroups {
+			return false
+		}
+		c.groups[o] = &group{opened: at}
+		return false
 	}
 	if len(c.groups) >= maxGroups {
 		return false
 	}
-	c.groups[k] = &group{opened: r.Time}
+	c.groups[k] = &group{opened: at}
 	c.perKey[r.Key]++
 	return false
 }

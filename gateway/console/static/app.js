@@ -598,7 +598,7 @@ function renderActivity(ans) {
     // A record that stands for a key's refusals alike (count, firstTime):
     // how many, since when, as `toolgate audit tail` prints it.
     el("td", {}, el("span", { class: "decision-" + r.decision }, r.decision),
-      r.count > 0 ? " ×" + r.count + " since " + new Date(r.firstTime).toLocaleString() : null),
+      r.count > 0 ? " ×" + r.count + " since " + new Date(r.firstTime || r.time).toLocaleString() : null),
     el("td", {}, r.outcome ? el("span", { class: "outcome-" + r.outcome }, r.outcome) : ""),
     // A refusal's or a failure's reason in the errors' colour; an
     // allowed command's (keys create: the scope it gave) as words.

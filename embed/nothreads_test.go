@@ -17,6 +17,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/toolgate/toolgate/internal/cgroupmem"
+	"github.com/toolgate/toolgate/internal/storage"
 	"github.com/toolgate/toolgate/internal/testenv"
 )
 
@@ -183,4 +185,44 @@ func TestBackgroundLoadRetriedAfterShortage(t *testing.T) {
 	if v, err := e.Embed(context.Background(), []string{"list the files in a directory"}); err != nil || len(v) != 1 {
 		t.Fatalf("Embed after the retry: %v, %v", len(v), err)
 	}
+}
+
+// TestLoadRefusedUnderMemoryLimit: a memory cgroup's limit (MemoryMax=, a
+// container's) that leaves less than the model takes refuses the load
+// before ONNX Runtime allocates (past the limit the kernel kills the
+// process rather than refuse it: a gateway limited to 180 MiB was killed
+// at every start, exit status 137): the error names the limit, the group
+// and the fix, counts as a shortage of memory (searches BM25-only, the
+// load tried again), and the model loads once the limit is raised.
+func TestLoadRefusedUnderMemoryLimit(t *testing.T) {
+	o := installed(Options{Sessions: 1, Background: true})
+	if _, err := Locate(o); err != nil {
+		testenv.Require(t, err)
+	}
+	defer func(d time.Duration, f func() (cgroupmem.Room, bool)) { loadRetry, memRoom = d, f }(loadRetry, memRoom)
+	loadRetry = 20 * time.Millisecond
+	var limit atomic.Uint64
+	limit.Store(150 << 20)
+	memRoom = func() (cgroupmem.Room, bool) {
+		return cgroupmem.Room{Group: "/sys/fs/cgroup/system.slice/toolgate.service", Limit: limit.Load(), Used: 40 << 20}, true
+	}
+	e, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	err = e.Ready(context.Background())
+	if err == nil {
+		t.Fatal("the model loaded under a limit that leaves 110 MiB")
+	}
+	for _, want := range []string{"memory limit", "leaves 110.0 MiB", "/sys/fs/cgroup/system.slice/toolgate.service", "MemoryMax="} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the refusal %q does not say %q", err, want)
+		}
+	}
+	if storage.Shortage(err) != syscall.ENOMEM {
+		t.Errorf("the refusal %q is not a shortage of memory (no retry)", err)
+	}
+	limit.Store(1 << 30)
+	testenv.Eventually(t, "the model loaded once the limit was raised", func() bool { return e.Ready(context.Background()) == nil })
 }

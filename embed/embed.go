@@ -448,6 +448,15 @@ func (e *Embedder) awaitFiles(o Options, tried string) {
 			e.mu.Lock()
 			e.loadErr = err // what Ready and LoadError say now, rather than the files' absence
 			e.mu.Unlock()
+			if id != nil && limitFix(err, "") != "" {
+				// Files that came, refused memory or descriptors (a
+				// memory limit too small): tried again as a load at
+				// start is, not only once they change.
+				e.ident.Store(id)
+				e.log.Error("embedding model failed to load: searches run BM25-only until it loads (tried again every "+loadRetry.String()+")", "model", e.paths.Model, "err", err)
+				e.retryShortage(o)
+				return
+			}
 			if err.Error() != said {
 				said = err.Error()
 				e.log.Warn("the embedding model's files are there but do not load; trying again when they change", "err", err)
@@ -504,6 +513,12 @@ func (e *Embedder) load(o Options) {
 		return
 	}
 	e.log.Error("embedding model failed to load: searches run BM25-only until it loads (tried again every "+loadRetry.String()+")", "model", e.paths.Model, "err", err)
+	e.retryShortage(o)
+}
+
+// retryShortage tries a load refused memory or descriptors again every
+// loadRetry until it loads or Close.
+func (e *Embedder) retryShortage(o Options) {
 	t := time.NewTicker(loadRetry)
 	defer t.Stop()
 	for {

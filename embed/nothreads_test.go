@@ -226,3 +226,42 @@ func TestLoadRefusedUnderMemoryLimit(t *testing.T) {
 	limit.Store(1 << 30)
 	testenv.Eventually(t, "the model loaded once the limit was raised", func() bool { return e.Ready(context.Background()) == nil })
 }
+
+// TestFilesComeUnderMemoryLimit: model files fetched while the gateway
+// runs (it started before `toolgate models fetch`) under a memory limit
+// that cannot take the model are tried again every loadRetry, as a load
+// at start refused memory is, not only once the files change: the model
+// loads once the limit is raised.
+func TestFilesComeUnderMemoryLimit(t *testing.T) {
+	real := installed(Options{Sessions: 1})
+	if _, err := Locate(real); err != nil {
+		testenv.Require(t, err)
+	}
+	defer func(r, p time.Duration, f func() (cgroupmem.Room, bool)) { loadRetry, filesPoll, memRoom = r, p, f }(loadRetry, filesPoll, memRoom)
+	loadRetry, filesPoll = 20*time.Millisecond, 20*time.Millisecond
+	var limit atomic.Uint64
+	limit.Store(100 << 20)
+	memRoom = func() (cgroupmem.Room, bool) {
+		return cgroupmem.Room{Group: "/sys/fs/cgroup/toolgate", Limit: limit.Load(), Used: 40 << 20}, true
+	}
+	dir := t.TempDir()
+	e, err := New(&Options{ORTLib: real.ORTLib, ModelDir: dir, Sessions: 1, Background: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	for _, f := range []string{FP32.ModelFile(), TokenizerFile} {
+		if err := os.Symlink(filepath.Join(real.ModelDir, f), filepath.Join(dir, f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testenv.Eventually(t, "the load of the files that came refused for the memory limit", func() bool {
+		err := e.LoadError()
+		return err != nil && strings.Contains(err.Error(), "memory limit")
+	})
+	limit.Store(1 << 30)
+	testenv.Eventually(t, "the model loaded once the limit was raised", func() bool { return e.Ready(context.Background()) == nil })
+	if e.ModelID() == "" {
+		t.Error("the model loaded without its ID")
+	}
+}

@@ -24,11 +24,13 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	ort "github.com/yalue/onnxruntime_go"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/toolgate/toolgate/internal/cgroupmem"
 	"github.com/toolgate/toolgate/internal/storage"
 	"github.com/toolgate/toolgate/models"
 )
@@ -446,6 +448,15 @@ func (e *Embedder) awaitFiles(o Options, tried string) {
 			e.mu.Lock()
 			e.loadErr = err // what Ready and LoadError say now, rather than the files' absence
 			e.mu.Unlock()
+			if id != nil && limitFix(err, "") != "" {
+				// Files that came, refused memory or descriptors (a
+				// memory limit too small): tried again as a load at
+				// start is, not only once they change.
+				e.ident.Store(id)
+				e.log.Error("embedding model failed to load: searches run BM25-only until it loads (tried again every "+loadRetry.String()+")", "model", e.paths.Model, "err", err)
+				e.retryShortage(o)
+				return
+			}
 			if err.Error() != said {
 				said = err.Error()
 				e.log.Warn("the embedding model's files are there but do not load; trying again when they change", "err", err)
@@ -502,6 +513,12 @@ func (e *Embedder) load(o Options) {
 		return
 	}
 	e.log.Error("embedding model failed to load: searches run BM25-only until it loads (tried again every "+loadRetry.String()+")", "model", e.paths.Model, "err", err)
+	e.retryShortage(o)
+}
+
+// retryShortage tries a load refused memory or descriptors again every
+// loadRetry until it loads or Close.
+func (e *Embedder) retryShortage(o Options) {
 	t := time.NewTicker(loadRetry)
 	defer t.Stop()
 	for {
@@ -574,6 +591,9 @@ func (e *Embedder) loadOnce(o Options) (*tokenizer, []*ort.DynamicAdvancedSessio
 	if err := initORT(e.paths.ORTLib); err != nil { // loaded already unless Lazy
 		return nil, nil, err
 	}
+	if err := e.roomToLoad(o.Sessions); err != nil {
+		return nil, nil, err
+	}
 	var tok *tokenizer
 	var tokErr error
 	tokDone := make(chan struct{})
@@ -606,6 +626,46 @@ func (e *Embedder) loadOnce(o Options) (*tokenizer, []*ort.DynamicAdvancedSessio
 		return nil, nil, err
 	}
 	return tok, sessions, nil
+}
+
+// memRoom is what the memory limits over this process leave it; tests
+// set it.
+var memRoom = cgroupmem.Self
+
+// loadNeed is about what loading the model takes, a model file of size
+// bytes in each of sessions sessions: its weights (one copy a session)
+// with ONNX Runtime's arena and a batch's activations, 1.5 times the file,
+// and the tokenizer. Measured (BenchmarkLoadRSS, and a gateway in a memory
+// cgroup): fp32 (86 MiB) 133-134 MiB a session, int8 (22 MiB) 30 MiB; this
+// says 153 and 57 MiB for one session.
+func loadNeed(size int64, sessions int) uint64 {
+	return uint64(sessions)*uint64(size)*3/2 + 24<<20
+}
+
+// roomToLoad refuses the load when the memory limit over this process (a
+// cgroup's: MemoryMax=, a container's) leaves less than it takes. Past
+// such a limit the kernel does not refuse memory, it kills a process of
+// the group, toolgate (the largest) most often: a gateway limited to
+// 180 MiB beside one server was killed loading the model at every start,
+// exit status 137, its log ending at "serving MCP". Refused, the load is
+// a shortage like ulimit -v's: searches run BM25-only and it is tried
+// again every loadRetry, so a limit raised while serving
+// (systemctl set-property … MemoryMax=) lets it load.
+func (e *Embedder) roomToLoad(sessions int) error {
+	r, ok := memRoom()
+	if !ok {
+		return nil
+	}
+	fi, err := os.Stat(e.paths.Model)
+	if err != nil {
+		return nil // the load says why
+	}
+	need := loadNeed(fi.Size(), sessions)
+	if need <= r.Free() {
+		return nil
+	}
+	return fmt.Errorf("not enough memory under toolgate's memory limit to load the embedding model: it takes about %s, and the limit leaves %s (the control group %s may use %s, and uses %s with the servers toolgate started); past the limit the kernel would kill toolgate, so the model is not loaded (%w): raise the limit (MemoryMax= in a systemd unit; a container's memory limit) or run fewer servers under it",
+		cgroupmem.MiB(need), cgroupmem.MiB(r.Free()), r.Group, cgroupmem.MiB(r.Limit), cgroupmem.MiB(r.Used), syscall.ENOMEM)
 }
 
 // Ready waits until the model is loaded (at once without

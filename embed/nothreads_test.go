@@ -17,6 +17,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/toolgate/toolgate/internal/cgroupmem"
+	"github.com/toolgate/toolgate/internal/storage"
 	"github.com/toolgate/toolgate/internal/testenv"
 )
 
@@ -182,5 +184,84 @@ func TestBackgroundLoadRetriedAfterShortage(t *testing.T) {
 	testenv.Eventually(t, "the model loaded by a retry", func() bool { return e.Ready(context.Background()) == nil })
 	if v, err := e.Embed(context.Background(), []string{"list the files in a directory"}); err != nil || len(v) != 1 {
 		t.Fatalf("Embed after the retry: %v, %v", len(v), err)
+	}
+}
+
+// TestLoadRefusedUnderMemoryLimit: a memory cgroup's limit (MemoryMax=, a
+// container's) that leaves less than the model takes refuses the load
+// before ONNX Runtime allocates (past the limit the kernel kills the
+// process rather than refuse it: a gateway limited to 180 MiB was killed
+// at every start, exit status 137): the error names the limit, the group
+// and the fix, counts as a shortage of memory (searches BM25-only, the
+// load tried again), and the model loads once the limit is raised.
+func TestLoadRefusedUnderMemoryLimit(t *testing.T) {
+	o := installed(Options{Sessions: 1, Background: true})
+	if _, err := Locate(o); err != nil {
+		testenv.Require(t, err)
+	}
+	defer func(d time.Duration, f func() (cgroupmem.Room, bool)) { loadRetry, memRoom = d, f }(loadRetry, memRoom)
+	loadRetry = 20 * time.Millisecond
+	var limit atomic.Uint64
+	limit.Store(150 << 20)
+	memRoom = func() (cgroupmem.Room, bool) {
+		return cgroupmem.Room{Group: "/sys/fs/cgroup/system.slice/toolgate.service", Limit: limit.Load(), Used: 40 << 20}, true
+	}
+	e, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	err = e.Ready(context.Background())
+	if err == nil {
+		t.Fatal("the model loaded under a limit that leaves 110 MiB")
+	}
+	for _, want := range []string{"memory limit", "leaves 110.0 MiB", "/sys/fs/cgroup/system.slice/toolgate.service", "MemoryMax="} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the refusal %q does not say %q", err, want)
+		}
+	}
+	if storage.Shortage(err) != syscall.ENOMEM {
+		t.Errorf("the refusal %q is not a shortage of memory (no retry)", err)
+	}
+	limit.Store(1 << 30)
+	testenv.Eventually(t, "the model loaded once the limit was raised", func() bool { return e.Ready(context.Background()) == nil })
+}
+
+// TestFilesComeUnderMemoryLimit: model files fetched while the gateway
+// runs (it started before `toolgate models fetch`) under a memory limit
+// that cannot take the model are tried again every loadRetry, as a load
+// at start refused memory is, not only once the files change: the model
+// loads once the limit is raised.
+func TestFilesComeUnderMemoryLimit(t *testing.T) {
+	real := installed(Options{Sessions: 1})
+	if _, err := Locate(real); err != nil {
+		testenv.Require(t, err)
+	}
+	defer func(r, p time.Duration, f func() (cgroupmem.Room, bool)) { loadRetry, filesPoll, memRoom = r, p, f }(loadRetry, filesPoll, memRoom)
+	loadRetry, filesPoll = 20*time.Millisecond, 20*time.Millisecond
+	var limit atomic.Uint64
+	limit.Store(100 << 20)
+	memRoom = func() (cgroupmem.Room, bool) {
+		return cgroupmem.Room{Group: "/sys/fs/cgroup/toolgate", Limit: limit.Load(), Used: 40 << 20}, true
+	}
+	dir := t.TempDir()
+	e, err := New(&Options{ORTLib: real.ORTLib, ModelDir: dir, Sessions: 1, Background: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	for _, f := range []string{FP32.ModelFile(), TokenizerFile} {
+		if err := os.Symlink(filepath.Join(real.ModelDir, f), filepath.Join(dir, f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testenv.Eventually(t, "the load of the files that came refused for the memory limit", func() bool {
+		err := e.LoadError()
+		return err != nil && strings.Contains(err.Error(), "memory limit")
+	})
+	limit.Store(1 << 30)
+	testenv.Eventually(t, "the model loaded once the limit was raised", func() bool { return e.Ready(context.Background()) == nil })
+	if e.ModelID() == "" {
+		t.Error("the model loaded without its ID")
 	}
 }

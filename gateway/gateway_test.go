@@ -46,9 +46,15 @@ import (
 type fakeSearcher struct {
 	tools  []catalog.Tool
 	search func(q search.Query) (search.Result, error)
+	// searchCtx, when set, is called instead of search, with the call's
+	// context.
+	searchCtx func(ctx context.Context, q search.Query) (search.Result, error)
 }
 
-func (f *fakeSearcher) Search(_ context.Context, q search.Query) (search.Result, error) {
+func (f *fakeSearcher) Search(ctx context.Context, q search.Query) (search.Result, error) {
+	if f.searchCtx != nil {
+		return f.searchCtx(ctx, q)
+	}
 	return f.search(q)
 }
 

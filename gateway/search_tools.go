@@ -297,6 +297,13 @@ func (g *Gateway) handleSearch(ctx context.Context, req *mcp.CallToolRequest) (*
 		// A cold start's first index, built while the client is served.
 		return toolError("search_tools: %v.", be), nil
 	}
+	if err != nil && ctx.Err() != nil {
+		// The client cancelled the call, or went away (a stdio client
+		// that left mid-answer): no fault of the search, and no one
+		// reads the answer.
+		g.log.Debug("search cancelled by the client", "query", a.Query, "err", err)
+		return toolError("search_tools: the call was cancelled: %v.", err), nil
+	}
 	if err != nil {
 		g.log.Error("search failed", "query", a.Query, "err", err)
 		why := err.Error() // may name the index's or a model's file

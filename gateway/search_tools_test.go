@@ -432,3 +432,34 @@ func TestSearchToolsUnavailableOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestSearchCancelledByClientIsNoError: a search its client cancelled (a
+// stdio client that left mid-answer, an HTTP request given up) is not
+// logged as a failed search at ERROR level: the operator read `search
+// failed … err="context canceled"` for every client that went away
+// mid-search. It is said at debug level.
+func TestSearchCancelledByClientIsNoError(t *testing.T) {
+	var logs testenv.LogBuffer
+	started := make(chan struct{})
+	fs := &fakeSearcher{tools: testCatalog}
+	fs.searchCtx = func(ctx context.Context, q search.Query) (search.Result, error) {
+		close(started)
+		<-ctx.Done()
+		return search.Result{}, ctx.Err()
+	}
+	g := New(fs, &fakeCaller{}, &Options{Logger: logs.Logger()})
+	cs := connect(t, g)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "search_tools", Arguments: map[string]any{"query": "list files"}})
+		done <- err
+	}()
+	<-started
+	cancel()
+	<-done
+	testenv.Eventually(t, "the cancelled search said", func() bool { return strings.Contains(logs.String(), "search cancelled by the client") })
+	if strings.Contains(logs.String(), "level=ERROR") {
+		t.Errorf("a search the client cancelled is logged as an error:\n%s", logs.String())
+	}
+}

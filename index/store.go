@@ -467,6 +467,15 @@ func embedReusing(ctx context.Context, tools []catalog.Tool, emb Embedder, old *
 	if todo, err = copyVectors(tools, todo, vecs, emb, old); err != nil {
 		return nil, 0, 0, err
 	}
+	if opts != nil {
+		for _, ix := range opts.Lend {
+			if len(todo) > 0 {
+				if todo, err = copyVectors(tools, todo, vecs, emb, ix); err != nil {
+					return nil, 0, 0, err
+				}
+			}
+		}
+	}
 	if len(todo) > 0 && more != nil {
 		lack := make([]catalog.Tool, len(todo))
 		for k, i := range todo {

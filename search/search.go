@@ -391,6 +391,16 @@ func (e *Engine) Swap(ix *index.Index) {
 	e.learnAhead(ix)
 }
 
+// Borrow returns the index searches use now, held open until release is
+// called (a Swap meanwhile closes it only then); nil when there is none.
+func (e *Engine) Borrow() (ix *index.Index, release func()) {
+	s := e.acquire()
+	if s == nil {
+		return nil, func() {}
+	}
+	return s.ix, func() { s.release(e.log) }
+}
+
 // Close releases the current index; it is closed once running searches
 // return. The Engine must not be used afterwards.
 func (e *Engine) Close() error {

@@ -194,7 +194,15 @@ func (l *Loop) build(ctx context.Context) (ix *index.Index, inMemory bool, err e
 		ix, err = l.buildInMemory(ctx, tools)
 		return ix, err == nil, err
 	}
-	ix, rep, err := index.EnsureReport(ctx, l.dir, tools, l.embedder(ctx), &index.Options{Logger: l.log, LockWait: l.opts.LockWait, MkdirAll: l.opts.Storage.MkdirAll, Progress: l.progress, Config: l.applied.Load().Source()})
+	var lend []*index.Index
+	if eng := l.eng.Load(); eng != nil {
+		served, release := eng.Borrow()
+		defer release()
+		if served != nil {
+			lend = append(lend, served)
+		}
+	}
+	ix, rep, err := index.EnsureReport(ctx, l.dir, tools, l.embedder(ctx), &index.Options{Logger: l.log, LockWait: l.opts.LockWait, MkdirAll: l.opts.Storage.MkdirAll, Progress: l.progress, Config: l.applied.Load().Source(), Lend: lend})
 	if err != nil {
 		if ctx.Err() == nil && storageFault(err, st) {
 			st.Fail(fmt.Errorf("write the index in %s: %w", l.dir, err))

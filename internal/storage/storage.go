@@ -390,6 +390,18 @@ func (h *Health) same(fi fs.FileInfo) error {
 	case was == nil:
 		h.id.CompareAndSwap(nil, now)
 	case was.dev != now.dev:
+		if target, err := os.Readlink(h.dir); err == nil {
+			// A link the operator made (the folder moved to a larger
+			// disk while serving: mv, then ln -s) or retargeted, or the
+			// volume at its target unmounted: not followed either.
+			if !filepath.IsAbs(target) {
+				target = filepath.Join(filepath.Dir(h.dir), target)
+			}
+			return &FolderError{Dir: h.dir, Err: ErrReplaced,
+				Problem: fmt.Sprintf("is a symlink to %s, which is on another file system (device %d:%d, was %d:%d) than the folder toolgate wrote in: the link was made or changed, or the volume at %s unmounted, and toolgate does not follow its data folder to another file system while it runs",
+					target, unix.Major(now.dev), unix.Minor(now.dev), unix.Major(was.dev), unix.Minor(was.dev), target),
+				Fix: fmt.Sprintf("restart toolgate to use %s (with the files of the folder it wrote in: its API keys, quarantine pins, learned pairs and index, copied there if they are not), or point %s back at the folder it wrote in", target, h.dir)}
+		}
 		return &FolderError{Dir: h.dir, Err: ErrReplaced,
 			Problem: fmt.Sprintf("is another folder than the one toolgate wrote in: it is on another file system (device %d:%d, was %d:%d), so the volume mounted there may have been unmounted",
 				unix.Major(now.dev), unix.Minor(now.dev), unix.Major(was.dev), unix.Minor(was.dev)),

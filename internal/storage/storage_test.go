@@ -664,3 +664,40 @@ func TestExposed(t *testing.T) {
 		t.Errorf("Report once closed: open %q, fix %q", r.Open, r.OpenFix)
 	}
 }
+
+// A data folder replaced by a symlink to a folder on another file system
+// (moved to a larger disk while serving: mv, then ln -s) is not followed,
+// as an unmounted volume's is not, and the fault says it is a link and to
+// where, with the fix of a link: it said the volume mounted there may
+// have been unmounted, and to mount it again.
+func TestFolderReplacedBySymlink(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	if err := os.Mkdir(data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	elsewhere, err := os.MkdirTemp("/dev/shm", "toolgate-test-")
+	if err != nil {
+		testenv.Missing(t, "no /dev/shm for a folder on another file system (%v)", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(elsewhere) })
+	var a, b unix.Stat_t
+	if unix.Stat(data, &a) != nil || unix.Stat(elsewhere, &b) != nil || a.Dev == b.Dev {
+		testenv.Missing(t, "/dev/shm is on the same file system as %s", data)
+	}
+	h := New(data, &Options{MinFree: 1 << 20})
+	if err := h.Check(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(data, data+".old"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(elsewhere, data); err != nil {
+		t.Fatal(err)
+	}
+	err = h.Check()
+	var fe *FolderError
+	if !errors.Is(err, ErrReplaced) || !errors.As(err, &fe) || !strings.Contains(fe.Problem, "is a symlink to "+elsewhere) || strings.Contains(fe.Problem, "the volume mounted there may have been unmounted") ||
+		!strings.Contains(fe.Fix, "restart toolgate to use "+elsewhere) || strings.Contains(fe.Fix, "mount the volume again at "+data) {
+		t.Errorf("Check once the folder is a symlink to another file system = %v (fix %q), want ErrReplaced naming the link and its fix", err, fixOf(fe))
+	}
+}

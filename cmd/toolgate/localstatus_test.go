@@ -1215,9 +1215,8 @@ func TestConfigThroughSymlink(t *testing.T) {
 	}
 }
 
-// stuckSocket is a status socket named name on data's run/ that takes
-// connections and answers none: a gateway stopped (SIGSTOP) or stuck.
-func stuckSocket(t *testing.T, data, name string) {
+// listenSocket listens on data's status socket name.
+func listenSocket(t *testing.T, data, name string) net.Listener {
 	t.Helper()
 	if err := os.MkdirAll(dirs.Sockets(data), 0o700); err != nil {
 		t.Fatal(err)
@@ -1226,6 +1225,14 @@ func stuckSocket(t *testing.T, data, name string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return ln
+}
+
+// stuckSocket is a status socket named name on data's run/ that takes
+// connections and answers none: a gateway stopped (SIGSTOP) or stuck.
+func stuckSocket(t *testing.T, data, name string) {
+	t.Helper()
+	ln := listenSocket(t, data, name)
 	var mu sync.Mutex
 	var held []net.Conn
 	t.Cleanup(func() {
@@ -1253,13 +1260,7 @@ func stuckSocket(t *testing.T, data, name string) {
 // whose GET /status reports p and no backend.
 func socketGateway(t *testing.T, data, name string, p gateway.ProcessInfo) {
 	t.Helper()
-	if err := os.MkdirAll(dirs.Sockets(data), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("unix", filepath.Join(dirs.Sockets(data), name))
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln := listenSocket(t, data, name)
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		json.NewEncoder(w).Encode(gateway.StatusReport{Process: &p})
 	})}
